@@ -1,0 +1,163 @@
+"""The book's figures: one style, colour-blind-safe colours, readable in light and dark themes.
+
+Every function returns the matplotlib ``Figure`` (or ``Axes``) it drew on and never prints;
+the notebook decides what to show.
+"""
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+
+__all__ = ["OKABE_ITO", "use_book_style", "attention_heatmap", "attention_grid", "pe_heatmap", "loss_curves"]
+
+# Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+HEATMAP_CMAP = "viridis"  # perceptually uniform and colour-blind safe
+
+
+def use_book_style() -> None:
+    """Set the book's matplotlib defaults.
+
+    Figures get an opaque white background, so they stay readable when the site is in dark mode
+    (a transparent PNG would put black tick labels on a dark page).
+    """
+    mpl.rcParams.update({
+        "axes.prop_cycle": mpl.cycler(color=OKABE_ITO),
+        "image.cmap": HEATMAP_CMAP,
+        "figure.figsize": (6.0, 3.6),
+        "figure.dpi": 100,
+        "savefig.dpi": 100,
+        "figure.facecolor": "white",
+        "savefig.facecolor": "white",
+        "axes.facecolor": "white",
+        "savefig.transparent": False,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.titlesize": 11,
+        "axes.labelsize": 10,
+        "xtick.labelsize": 9,
+        "ytick.labelsize": 9,
+        "legend.fontsize": 9,
+        "legend.frameon": False,
+        "figure.constrained_layout.use": True,
+    })
+
+
+def _to_numpy(x, name: str, ndim: int) -> np.ndarray:
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().float().numpy()
+    x = np.asarray(x, dtype=float)
+    if x.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
+    return x
+
+
+def _check_tokens(tokens, n: int, name: str, axis: str):
+    if tokens is None:
+        return [str(i) for i in range(n)]
+    tokens = [str(t) for t in tokens]
+    if len(tokens) != n:
+        raise ValueError(f"{name} has {len(tokens)} tokens but the weights have {n} {axis}")
+    return tokens
+
+
+def attention_heatmap(weights, query_tokens=None, key_tokens=None, ax=None, title=None, annotate=None,
+                      colorbar=True):
+    """Heatmap of one attention matrix: rows are queries (T), columns are keys (S). Returns the Axes.
+
+    ``annotate`` writes each weight in its cell (default: when the matrix is at most 8 x 8).
+    """
+    w = _to_numpy(weights, "weights", 2)
+    T, S = w.shape
+    qt = _check_tokens(query_tokens, T, "query_tokens", "rows (queries)")
+    kt = _check_tokens(key_tokens, S, "key_tokens", "columns (keys)")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(1.0 + 0.45 * S + 1.0, 0.8 + 0.45 * T))
+    im = ax.imshow(w, cmap=HEATMAP_CMAP, vmin=0.0, vmax=max(1e-9, float(np.nanmax(w))) if w.size else 1.0,
+                   aspect="auto")
+    ax.set_xticks(range(S), kt, rotation=45 if max(map(len, kt), default=0) > 3 else 0, ha="right"
+                  if max(map(len, kt), default=0) > 3 else "center")
+    ax.set_yticks(range(T), qt)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (attending)")
+    ax.grid(False)
+    if title:
+        ax.set_title(title)
+    if annotate is None:
+        annotate = T <= 8 and S <= 8
+    if annotate:
+        for i in range(T):
+            for j in range(S):
+                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                        color="black" if w[i, j] > 0.6 * np.nanmax(w) else "white")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, label="attention weight", shrink=0.8)
+    return ax
+
+
+def attention_grid(weights, query_tokens=None, key_tokens=None, titles=None, ncols=None, suptitle=None):
+    """One heatmap per head, side by side: ``weights`` is (H, T, S). Returns the Figure."""
+    w = _to_numpy(weights, "weights", 3)
+    H, T, S = w.shape
+    if titles is None:
+        titles = [f"head {h}" for h in range(H)]
+    if len(titles) != H:
+        raise ValueError(f"titles has {len(titles)} entries but weights has {H} heads")
+    ncols = ncols or min(H, 4)
+    nrows = -(-H // ncols)
+    size = 0.3 * max(S, T) + 1.2
+    fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * size + 0.8, nrows * size), squeeze=False)
+    for h, ax in enumerate(axes.flat):
+        if h >= H:
+            ax.axis("off")
+            continue
+        attention_heatmap(w[h], query_tokens, key_tokens, ax=ax, title=titles[h], annotate=False, colorbar=False)
+        if h % ncols:
+            ax.set_ylabel("")
+            ax.set_yticklabels([])
+        if h < H - ncols:
+            ax.set_xlabel("")
+    fig.colorbar(mpl.cm.ScalarMappable(norm=mpl.colors.Normalize(0, 1), cmap=HEATMAP_CMAP), ax=axes,
+                 label="attention weight", shrink=0.8)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def pe_heatmap(pe, ax=None, title="Sinusoidal positional encoding"):
+    """Heatmap of a positional-encoding table ``pe`` (L, D): rows are positions. Returns the Axes."""
+    p = _to_numpy(pe, "pe", 2)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.0, 3.6))
+    im = ax.imshow(p, cmap=HEATMAP_CMAP, vmin=-1.0, vmax=1.0, aspect="auto", interpolation="nearest")
+    ax.set_xlabel("dimension i (0 … D-1)")
+    ax.set_ylabel("position pos")
+    ax.grid(False)
+    if title:
+        ax.set_title(title)
+    ax.figure.colorbar(im, ax=ax, label="PE value")
+    return ax
+
+
+def loss_curves(curves: dict, ax=None, xlabel="training step", ylabel="loss (nats per token)", logy=False,
+                title=None):
+    """Plot several named curves (label -> list of values) on one Axes. Returns the Axes."""
+    if not isinstance(curves, dict) or not curves:
+        raise ValueError(f"curves must be a non-empty dict label -> list of values, got {type(curves).__name__}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.0, 3.4))
+    for label, ys in curves.items():
+        ys = np.asarray(ys, dtype=float)
+        ax.plot(np.arange(len(ys)), ys, label=str(label), linewidth=1.6)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if logy:
+        ax.set_yscale("log")
+    if title:
+        ax.set_title(title)
+    if len(curves) > 1:
+        ax.legend()
+    return ax
