@@ -1,0 +1,302 @@
+"""Inference: turning a trained encoder-decoder into output sentences (paper §6.1).
+
+At inference there is no target to feed in. The decoder starts from ``<bos>`` and
+appends one token at a time, each chosen from its own previous predictions:
+
+    greedy_decode   take the most probable next token at every step
+    beam_search     keep the ``beam_size`` best partial sentences (Wu et al. 2016 length penalty)
+    sample          draw the next token at random (temperature, top-k)
+
+The source is encoded once. With the key/value cache (``model.new_cache()``) each
+step feeds only the newest token and reuses the keys and values of the earlier
+ones, instead of re-running the decoder over the whole prefix.
+
+Lengths: ``max_len`` counts the tokens generated after ``<bos>`` (``<eos>``
+included), so the outputs have at most ``max_len + 1`` columns.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from ._checks import check_positive_int, check_token_ids
+
+
+# -- shared plumbing -------------------------------------------------------------------------
+
+def _inference(fn):
+    """Run ``fn`` in eval mode without gradients, and put the model back in its previous mode."""
+
+    @functools.wraps(fn)
+    def wrapper(model, *args, **kwargs):
+        if not isinstance(model, nn.Module) or not all(hasattr(model, a) for a in ("encode", "decode", "new_cache")):
+            raise TypeError(f"model must be an encoder-decoder with encode/decode/new_cache "
+                            f"(e.g. transformer_lite.Transformer), got {type(model).__name__}")
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                return fn(model, *args, **kwargs)
+        finally:
+            model.train(was_training)
+
+    return wrapper
+
+
+def _check_special(name: str, value, vocab_size: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int token id, got {type(value).__name__}")
+    if not 0 <= value < vocab_size:
+        raise ValueError(f"{name} must lie in [0, {vocab_size}) (the target vocabulary size), got {value}")
+    return value
+
+
+def _check_common(model, src, max_len, bos_id, eos_id):
+    check_token_ids("src", src, model.src_vocab_size)
+    if src.shape[0] == 0 or src.shape[1] == 0:
+        raise ValueError(f"src must hold at least one token per row and one row, got shape {tuple(src.shape)}")
+    check_positive_int("max_len", max_len)
+    if max_len + 1 > model.max_len:
+        raise ValueError(f"max_len + 1 must fit the model's positions (max_len <= {model.max_len - 1}), got {max_len}")
+    _check_special("bos_id", bos_id, model.tgt_vocab_size)
+    _check_special("eos_id", eos_id, model.tgt_vocab_size)
+    return src.to(next(model.parameters()).device)
+
+
+def _step_logits(model, ys, memory, src, cache):
+    """Next-token logits (B, V) for the prefixes ys (B, t): from the cache (newest token only) or from scratch."""
+    if cache is not None:
+        return model.decode(ys[:, -1:], memory, src=src, cache=cache)[:, -1]  # (B, 1, V) -> (B, V)
+    return model.decode(ys, memory, src=src)[:, -1]  # (B, t, V) -> last position (B, V)
+
+
+def _autoregressive(model, src, max_len, bos_id, eos_id, use_cache, choose):
+    """The decoding loop shared by greedy decoding and sampling; ``choose(logits (B, V)) -> (B,)``."""
+    B = src.shape[0]
+    memory = model.encode(src)  # (B, S, D), computed once
+    cache = model.new_cache() if use_cache else None
+    ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        logits = _step_logits(model, ys, memory, src, cache)  # (B, V)
+        next_token = choose(logits)  # (B,)
+        next_token = next_token.masked_fill(finished, model.pad_id)  # finished rows only get padding
+        ys = torch.cat([ys, next_token[:, None]], dim=1)  # (B, t) -> (B, t + 1)
+        finished |= next_token == eos_id
+        if finished.all():
+            break
+    return ys
+
+
+# -- greedy, sampling ------------------------------------------------------------------------
+
+@_inference
+def greedy_decode(model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int,
+                  use_cache: bool = True) -> torch.Tensor:
+    """Pick the most probable token at every step until ``eos_id`` (or ``max_len`` new tokens).
+
+    Shape: src (B, S) -> (B, L) with L <= max_len + 1; column 0 is ``bos_id``; after a row's
+    ``eos_id`` come ``model.pad_id`` tokens. Stops as soon as every row has finished.
+    ``use_cache=False`` re-runs the decoder over the whole prefix each step (same result, slower).
+    """
+    src = _check_common(model, src, max_len, bos_id, eos_id)
+    return _autoregressive(model, src, max_len, bos_id, eos_id, use_cache, lambda logits: logits.argmax(dim=-1))
+
+
+@_inference
+def sample(model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, temperature: float = 1.0,
+           top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Draw each next token from softmax(logits / temperature), optionally among the ``top_k`` best only.
+
+    temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it.
+    Shape: src (B, S) -> (B, L) as for :func:`greedy_decode`. Pass a seeded ``generator`` for repeatable draws.
+    """
+    src = _check_common(model, src, max_len, bos_id, eos_id)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+
+    def choose(logits):  # (B, V) -> (B,)
+        logits = logits / temperature
+        if top_k is not None and top_k < logits.shape[-1]:
+            kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (B, 1): the k-th largest logit
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        probs = torch.softmax(logits, dim=-1)  # (B, V)
+        return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+
+    return _autoregressive(model, src, max_len, bos_id, eos_id, True, choose)
+
+
+# -- beam search -----------------------------------------------------------------------------
+
+def length_penalty_gnmt(length: torch.Tensor | int, alpha: float):
+    """Wu et al. (2016): lp(Y) = ((5 + |Y|) / 6)^alpha. A hypothesis is ranked by log P(Y) / lp(Y)."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@dataclass
+class BeamTrace:
+    """The whole beam search, step by step, to draw it as a tree.
+
+    For step t (0-based) and batch row b, beam k:
+        ``parents[t][b, k]``  the beam index at step t - 1 this hypothesis extends (for t = 0: 0, the ``<bos>``)
+        ``tokens[t][b, k]``   the token it appended
+        ``log_probs[t][b, k]`` its cumulative log-probability log P(y_1..y_t+1 | x)
+        ``finished[t][b, k]``  whether it had already ended (extended by padding at no cost)
+    ``best[b]`` is the beam index, at the last step, of the returned hypothesis.
+    """
+
+    parents: list
+    tokens: list
+    log_probs: list
+    finished: list
+    best: torch.Tensor
+
+    def path(self, b: int, k: int | None = None) -> list[tuple[int, int, float]]:
+        """Follow beam ``k`` (default: the best) of row ``b`` back to the root: [(step, beam, token), ...]."""
+        k = int(self.best[b]) if k is None else k
+        out = []
+        for t in range(len(self.tokens) - 1, -1, -1):
+            out.append((t, k, int(self.tokens[t][b, k])))
+            k = int(self.parents[t][b, k])
+        return out[::-1]
+
+
+@_inference
+def beam_search(model, src: torch.Tensor, beam_size: int, max_len: int, bos_id: int, eos_id: int,
+                length_penalty: float = 0.6, return_trace: bool = False):
+    """Keep the ``beam_size`` most probable partial translations at every step; return the best finished one.
+
+    Hypotheses are ranked by log P(y | x) / lp(y) with the GNMT length penalty
+    lp(y) = ((5 + |y|) / 6)^length_penalty (Wu et al. 2016; |y| counts the tokens after
+    ``<bos>``, ``<eos>`` included). ``length_penalty=0`` ranks by log-probability alone,
+    which favours short outputs. A finished hypothesis keeps its score and stays in the beam;
+    the search stops when every beam of every row has finished (or after ``max_len`` tokens).
+
+    With ``beam_size=1`` this is exactly :func:`greedy_decode`.
+
+    Shape: src (B, S) -> (B, L), L <= max_len + 1, as for :func:`greedy_decode`;
+    with ``return_trace=True`` returns ``(tokens, BeamTrace)``.
+    """
+    src = _check_common(model, src, max_len, bos_id, eos_id)
+    check_positive_int("beam_size", beam_size)
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or length_penalty < 0:
+        raise ValueError(f"length_penalty must be a number >= 0, got {length_penalty!r}")
+    B, K, pad = src.shape[0], beam_size, model.pad_id
+    dev = src.device
+
+    # Every row's source is repeated K times: the beams of row b sit at rows b*K .. b*K + K-1.
+    src_k = src.repeat_interleave(K, dim=0)  # (B*K, S)
+    memory = model.encode(src_k)  # (B*K, S, D)
+    cache = model.new_cache()
+    ys = torch.full((B * K, 1), bos_id, dtype=torch.long, device=dev)  # (B*K, 1)
+    # Only beam 0 is alive at the start, so the first step does not pick K copies of one token.
+    score = torch.full((B, K), float("-inf"), device=dev)
+    score[:, 0] = 0.0  # (B, K) cumulative log-probabilities
+    length = torch.zeros(B, K, device=dev)  # tokens generated after <bos>
+    finished = torch.zeros(B, K, dtype=torch.bool, device=dev)
+    trace = BeamTrace([], [], [], [], torch.zeros(B, dtype=torch.long))
+
+    for _ in range(max_len):
+        logits = model.decode(ys[:, -1:], memory, src=src_k, cache=cache)[:, -1]  # (B*K, V)
+        log_p = torch.log_softmax(logits.float(), dim=-1).view(B, K, -1)  # (B, K, V)
+        V = log_p.shape[-1]
+        # A finished hypothesis can only be extended by padding, at no cost.
+        done_row = torch.full((V,), float("-inf"), device=dev)
+        done_row[pad] = 0.0
+        log_p = torch.where(finished[..., None], done_row, log_p)
+        cand_score = score[..., None] + log_p  # (B, K, V)
+        cand_len = (length + (~finished).float())[..., None].expand(B, K, V)  # (B, K, V)
+        ranked = cand_score / length_penalty_gnmt(cand_len, length_penalty)  # normalized, for ranking
+        top = ranked.view(B, K * V).topk(K, dim=-1).indices  # (B, K)
+        parent, token = top // V, top % V  # (B, K) each
+
+        score = cand_score.view(B, K * V).gather(1, top)
+        length = cand_len.reshape(B, K * V).gather(1, top)
+        was_finished = finished.gather(1, parent)
+        finished = was_finished | (token == eos_id)
+        rows = (parent + torch.arange(B, device=dev)[:, None] * K).view(-1)  # (B*K,) flat index of each parent
+        ys = torch.cat([ys.index_select(0, rows), token.view(-1, 1)], dim=1)  # (B*K, t + 1)
+        for self_cache, cross_cache in cache:  # the parents' keys/values follow their children
+            self_cache.reorder(rows)
+        if return_trace:
+            trace.parents.append(parent.cpu())
+            trace.tokens.append(token.cpu())
+            trace.log_probs.append(score.cpu())
+            trace.finished.append(was_finished.cpu())
+        if finished.all():
+            break
+
+    final = score / length_penalty_gnmt(length, length_penalty)  # (B, K)
+    # An unfinished hypothesis only counts if no beam finished (then the best unfinished one is returned).
+    final = torch.where(finished | ~finished.any(dim=1, keepdim=True), final, torch.tensor(float("-inf"), device=dev))
+    best = final.argmax(dim=1)  # (B,)
+    out = ys.view(B, K, -1)[torch.arange(B, device=dev), best]  # (B, L)
+    out = _trim_padding(out, pad)
+    if return_trace:
+        trace.best = best.cpu()
+        return out, trace
+    return out
+
+
+def _trim_padding(ys: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Drop trailing columns that are padding in every row (column 0, <bos>, always stays)."""
+    used = (ys != pad_id).any(dim=0).nonzero()
+    return ys[:, : int(used.max()) + 1] if used.numel() else ys[:, :1]
+
+
+# -- scoring ---------------------------------------------------------------------------------
+
+@_inference
+def sequence_log_prob(model, src: torch.Tensor, ys: torch.Tensor, eos_id: int) -> torch.Tensor:
+    """log P(y | x) of whole outputs ys (B, L) (starting with ``<bos>``), summed up to and including ``eos_id``.
+
+    Shape: src (B, S), ys (B, L) -> (B,). Tokens after a row's first ``eos_id`` do not count.
+    """
+    check_token_ids("src", src, model.src_vocab_size)
+    check_token_ids("ys", ys, model.tgt_vocab_size)
+    if ys.shape[0] != src.shape[0] or ys.shape[1] < 2:
+        raise ValueError(f"ys must have shape (B={src.shape[0]}, L >= 2), got {tuple(ys.shape)}")
+    log_p = torch.log_softmax(model(src, ys[:, :-1]).float(), dim=-1)  # (B, L-1, V): teacher-forced
+    picked = log_p.gather(-1, ys[:, 1:, None]).squeeze(-1)  # (B, L-1)
+    is_eos = (ys[:, 1:] == eos_id).long()
+    after_eos = (is_eos.cumsum(dim=1) - is_eos) > 0  # strictly after the first eos
+    return picked.masked_fill(after_eos, 0.0).sum(dim=1)
+
+
+def _until_eos(row: list[int], eos_id: int) -> list[int]:
+    return row[: row.index(eos_id) + 1] if eos_id in row else row
+
+
+def exact_match(model, src: torch.Tensor, tgt: torch.Tensor, bos_id: int, eos_id: int, beam_size: int = 1,
+                batch_size: int = 500, length_penalty: float = 0.6) -> float:
+    """Fraction of rows whose decoded output equals the target exactly, up to and including ``eos_id``.
+
+    Shape: src (N, S), tgt (N, T) = BOS + ... + EOS (padded). Greedy decoding when ``beam_size == 1``,
+    else :func:`beam_search`. Decodes in chunks of ``batch_size`` rows.
+    """
+    check_token_ids("tgt", tgt)
+    check_token_ids("src", src)
+    if src.shape[0] != tgt.shape[0]:
+        raise ValueError(f"src and tgt must hold the same number of rows, got {src.shape[0]} and {tgt.shape[0]}")
+    if src.shape[0] == 0:
+        raise ValueError("src must hold at least one row, got 0")
+    check_positive_int("beam_size", beam_size)
+    check_positive_int("batch_size", batch_size)
+    max_len = max(tgt.shape[1] - 1, 1)  # a longer output cannot match anyway
+    hits = 0
+    for i in range(0, src.shape[0], batch_size):
+        s, t = src[i:i + batch_size], tgt[i:i + batch_size]
+        if beam_size == 1:
+            pred = greedy_decode(model, s, max_len, bos_id, eos_id)
+        else:
+            pred = beam_search(model, s, beam_size, max_len, bos_id, eos_id, length_penalty=length_penalty)
+        for p, y in zip(pred.tolist(), t.tolist()):
+            hits += _until_eos(p, eos_id) == _until_eos(y, eos_id)
+    return hits / src.shape[0]
