@@ -118,7 +118,6 @@ def build_env() -> dict:
     env = dict(os.environ)
     env["TRANSFORMER_LITE_STATIC"] = "1"  # read by transformer_lite.interactive in the notebook kernels
     env["TQDM_DISABLE"] = "1"             # tqdm >= 4.66 reads TQDM_<param>; no dead widget progress bars
-    env.setdefault("MPLBACKEND", "Agg")
     env["PYTHONHASHSEED"] = "0"
     venv_bin = str(Path(sys.executable).parent)
     env["PATH"] = venv_bin + os.pathsep + env.get("PATH", "")
@@ -142,7 +141,7 @@ def jupyter_book(book: Path, out: Path | None = None, toc: Path | None = None, c
 
 # ---------------------------------------------------------------- post-processing and checks
 
-_THEBE_CONST = re.compile(r"const THEBE_JS_URL = ")
+_THEBE_SCRIPT = re.compile(r"\s*<script>(?:var|const) THEBE_JS_URL = [^<]*</script>")
 _GOOGLE_FONTS = re.compile(r'<link[^>]+href="https://fonts\.(?:googleapis|gstatic)\.com[^"]*"[^>]*>\s*', re.I)
 _EXTERNAL_LOAD = re.compile(
     r'<(?:script|link|img|iframe|source|video|audio)\b[^>]*?\b(?:src|href)="(https?:)?//(?!127\.0\.0\.1|localhost)'
@@ -151,11 +150,19 @@ _EXTERNAL_LOAD = re.compile(
 
 def fix_page(text: str) -> str:
     """Fix what the theme does wrong with default settings, on one built HTML page."""
-    # sphinx-thebe writes `const THEBE_JS_URL = ...` in a classic <script>; a second copy on the same page
-    # is a SyntaxError ("Identifier 'THEBE_JS_URL' has already been declared"). `var` may be repeated.
-    text = _THEBE_CONST.sub("var THEBE_JS_URL = ", text)
-    # The pydata theme reads the saved/initial mode from data-mode; an empty value logs "invalid theme mode".
-    text = text.replace('data-mode=""', 'data-mode="auto"')
+    # sphinx-thebe's inline config script is written twice on notebook pages; the second copy throws
+    # "Identifier 'thebe_selector' has already been declared". Keep the first copy only.
+    first = True
+
+    def once(m):
+        nonlocal first
+        keep, first = first, False
+        return m.group(0) if keep else ""
+
+    text = _THEBE_SCRIPT.sub(once, text)
+    # pydata-sphinx-theme sets data-mode from localStorage or ""; "" logs "Got invalid theme mode".
+    text = text.replace('dataset.mode = localStorage.getItem("mode") || "";',
+                        'dataset.mode = localStorage.getItem("mode") || "auto";')
     text = _GOOGLE_FONTS.sub("", text)
     return text
 

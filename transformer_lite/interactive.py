@@ -141,7 +141,7 @@ var f=d.frames[d.index[k]];v.innerHTML=f===null?f0:f;r.dataset.tlFrame=k;}
 c.forEach(function(e){e.addEventListener('input',u);e.addEventListener('change',u);});})();</script>"""
 
 
-def explore_html(draw, /, *, initial: dict | None = None, max_frames: int = MAX_FRAMES, dpi: int = 72,
+def explore_html(draw, /, *, initial: dict | None = None, max_frames: int = MAX_FRAMES, dpi: int = 90,
                  alt: str | None = None, **controls) -> str:
     """The static-site HTML for ``explore``: every combination precomputed, switched by inline JS."""
     values = _check_controls(controls, max_frames)
@@ -219,7 +219,7 @@ def _show(obj):
         display(obj)
 
 
-def explore(draw, /, *, initial: dict | None = None, max_frames: int = MAX_FRAMES, dpi: int = 72,
+def explore(draw, /, *, initial: dict | None = None, max_frames: int = MAX_FRAMES, dpi: int = 90,
             alt: str | None = None, **controls) -> None:
     """Show ``draw(**params)`` with one control per keyword; each control is a list of values.
 
@@ -257,7 +257,7 @@ def explore(draw, /, *, initial: dict | None = None, max_frames: int = MAX_FRAME
 _NOTE = "Type your own input when the notebook runs in Jupyter or Colab."
 
 
-def live_text_html(fn, examples, *, dpi: int = 72, label: str = "input", note: str = _NOTE) -> str:
+def live_text_html(fn, examples, *, dpi: int = 90, label: str = "input", note: str = _NOTE) -> str:
     """The static-site HTML for ``live_text``: a drop-down of the precomputed examples."""
     examples = _check_examples(examples)
     frames = [_run(lambda text: fn(text), {"text": ex}, dpi, f"Result for {ex}", text_is_html=False)
@@ -288,7 +288,7 @@ def _check_examples(examples):
     return examples
 
 
-def live_text(fn, examples, *, dpi: int = 72, label: str = "input", note: str = _NOTE) -> None:
+def live_text(fn, examples, *, dpi: int = 90, label: str = "input", note: str = _NOTE) -> None:
     """A "type your own" box: ``fn(text)`` runs on what the reader types.
 
     ``fn`` may print, return a figure, an HTML object, or a plain string (shown as text).
