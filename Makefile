@@ -27,7 +27,7 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 book: install
-	$(PY) -m transformer_lite.site build
+	$(PY) tools/build_book.py
 
 test: book
 	$(PY) -m pytest -q
