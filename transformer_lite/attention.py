@@ -90,10 +90,11 @@ def scaled_dot_product_attention(
     scores = query @ key.transpose(-2, -1)  # (..., T, d_k) @ (..., d_k, S) -> (..., T, S)
     scaled = scores * scale
     masked = _apply_mask(scaled, attn_mask)
-    weights = torch.softmax(masked, dim=-1)
-    # A fully masked row is all -inf, and softmax gives NaN there: make it 0 instead.
+    # A fully masked row is all -inf, and softmax gives NaN there: make it 0 instead. The row is
+    # filled with 0 *before* the softmax too, else its NaN would reach the gradients of Q and K
+    # through an additive (float) mask.
     dead_rows = torch.isneginf(masked).all(dim=-1, keepdim=True)
-    weights = weights.masked_fill(dead_rows, 0.0)
+    weights = torch.softmax(masked.masked_fill(dead_rows, 0.0), dim=-1).masked_fill(dead_rows, 0.0)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     output = weights @ value  # (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
@@ -198,14 +199,18 @@ class MultiHeadAttention(nn.Module):
             )
         H = self.nhead
 
-        q = split_heads(self.q_proj(query), H)  # (B, T, D) -> (B, H, T, D_h)
+        if fused_enabled() and query is key and key is value and not (cache is not None and cache.static):
+            q, k, v = self._packed_qkv(query)  # self-attention: the same three projections in one matmul
+        else:
+            q = split_heads(self.q_proj(query), H)  # (B, T, D) -> (B, H, T, D_h)
+            k = v = None
+            if not (cache is not None and cache.static and cache.k is not None):
+                k = split_heads(self.k_proj(key), H)  # (B, S, D) -> (B, H, S, D_h)
+                v = split_heads(self.v_proj(value), H)
         if cache is not None and cache.static and cache.k is not None:
             k, v = cache.k, cache.v  # cross-attention: the encoder's keys/values, projected on step 1
-        else:
-            k = split_heads(self.k_proj(key), H)  # (B, S, D) -> (B, H, S, D_h)
-            v = split_heads(self.v_proj(value), H)
-            if cache is not None:
-                k, v = cache.update(k, v)  # self-attention: earlier steps' keys/values + this step's
+        elif cache is not None:
+            k, v = cache.update(k, v)  # self-attention: earlier steps' keys/values + this step's
         S = k.shape[-2]
 
         check_mask("key_padding_mask", key_padding_mask, [(B, S)])
@@ -221,6 +226,16 @@ class MultiHeadAttention(nn.Module):
             out, weights = scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, H, T, D_h)
         out = self.out_proj(merge_heads(out))  # (B, H, T, D_h) -> (B, T, D) -> (B, T, D)
         return out, (weights if need_weights else None)
+
+
+    def _packed_qkv(self, x: torch.Tensor):
+        """Q, K and V of self-attention from one (D, 3D) matmul -- what ``nn.MultiheadAttention``
+        does with its ``in_proj_weight``. Same numbers as the three Linear layers, fewer kernel calls."""
+        w = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (3D, D)
+        b = None if self.q_proj.bias is None else torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
+        q, k, v = F.linear(x, w, b).chunk(3, dim=-1)  # (B, T, 3D) -> three (B, T, D)
+        H = self.nhead
+        return split_heads(q, H), split_heads(k, H), split_heads(v, H)
 
 
 def _has_dead_rows(mask: torch.Tensor | None) -> bool:
