@@ -49,7 +49,7 @@ def _bertviz_js(name: str) -> tuple[str, str]:
         raise RuntimeError(f"bertviz's {name} has no require.config block; update transformer_lite/viz.py")
     cdn_config, js = m.group(0), src[:m.start()] + src[m.end():]
     js = re.sub(r"/\*\*.*?\*\*/", "", js, count=1, flags=re.S)  # the licence-free change log header
-    js = _sub("const params = PYTHON_PARAMS;", "const params = TL_PARAMS;", js, name)
+    js = _sub(r"const params = PYTHON_PARAMS;.*", "const params = TL_PARAMS;", js, name, regex=True)
     for el in ("layer", "filter", "vis"):  # root-scoped duplicates -> unique ids
         if f"#{el}`" in js:
             js = js.replace(f"`#${{config.rootDivId}} #{el}`", f"`#${{config.rootDivId}}-{el}`")
