@@ -57,6 +57,13 @@ def test_fused_and_readable_paths_agree():
     with tl.use_fused(False):
         readable, _ = ours(q, k, k, key_padding_mask=kpm, attn_mask=attn_mask, need_weights=False)
     assert_close(fused, readable)
+    x = torch.randn(B, T, D)  # self-attention: one packed (D, 3D) projection on the fused path
+    causal = tl.causal_mask(T)
+    with tl.use_fused(True):
+        fused, _ = ours(x, x, x, attn_mask=causal, need_weights=False)
+    with tl.use_fused(False):
+        readable, _ = ours(x, x, x, attn_mask=causal, need_weights=False)
+    assert_close(fused, readable)
     x = torch.randn(B, T, D) * 3 + 1
     ln = tl.LayerNorm(D)
     with torch.no_grad():

@@ -1,0 +1,242 @@
+"""`make bench`: measure transformer_lite against PyTorch on this CPU; write benchmarks/results.json.
+
+Every timing is a ratio measured in one process, the two sides interleaved, the
+median of repeated runs after a warm-up, with the thread count recorded.
+
+    python benchmarks/run.py            # everything (about 5-10 minutes on 2 cores)
+    python benchmarks/run.py --quick    # fewer repeats, no capstone (a smoke test)
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import transformer_lite as tl
+
+HERE = Path(__file__).resolve().parent
+GOALS = {"train_step_vs_torch": ("<=", 1.10), "forward_vs_torch": ("<=", 1.10), "kv_cache_speedup": (">=", 3.0),
+         "capstone_exact_match": (">=", 0.97), "capstone_train_seconds": ("<=", 90.0)}
+
+
+class TorchTranslator(nn.Module):
+    """torch.nn.Transformer with *the same* embeddings, positions and output layer as a tl.Transformer."""
+
+    def __init__(self, ours: tl.Transformer, core: nn.Transformer):
+        super().__init__()
+        self.src_embed, self.tgt_embed = copy.deepcopy(ours.src_embed), copy.deepcopy(ours.tgt_embed)
+        self.src_pos, self.tgt_pos = copy.deepcopy(ours.src_pos), copy.deepcopy(ours.tgt_pos)
+        self.generator, self.core, self.pad_id = copy.deepcopy(ours.generator), core, ours.pad_id
+
+    def forward(self, src, tgt):
+        src_kpm, tgt_kpm = src == self.pad_id, tgt == self.pad_id
+        tgt_mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], dtype=torch.bool)
+        h = self.core(self.src_pos(self.src_embed(src)), self.tgt_pos(self.tgt_embed(tgt)), tgt_mask=tgt_mask,
+                      src_key_padding_mask=src_kpm, tgt_key_padding_mask=tgt_kpm, memory_key_padding_mask=src_kpm)
+        return self.generator(h)
+
+
+def paired_models(cfg: dict, vocab: int):
+    """Our Transformer and torch's, with identical weights everywhere."""
+    core = nn.Transformer(cfg["d_model"], cfg["nhead"], cfg["layers"], cfg["layers"], cfg["dim_feedforward"],
+                          cfg["dropout"], batch_first=True)
+    ours = tl.Transformer(vocab, vocab, d_model=cfg["d_model"], nhead=cfg["nhead"], num_encoder_layers=cfg["layers"],
+                          num_decoder_layers=cfg["layers"], dim_feedforward=cfg["dim_feedforward"],
+                          dropout=cfg["dropout"], final_norm=True, max_len=1024)
+    converted = tl.from_torch(core)  # same weights as torch's core
+    ours.encoder, ours.decoder = converted.encoder, converted.decoder
+    theirs = TorchTranslator(ours, core)
+    return ours, theirs
+
+
+def batch(cfg, vocab, generator):
+    B, S, T = cfg["batch"], cfg["src_len"], cfg["tgt_len"]
+    src = torch.randint(4, vocab, (B, S), generator=generator)
+    tgt = torch.randint(4, vocab, (B, T), generator=generator)
+    src[B // 2:, -S // 4:] = 0  # half the batch padded, as in real batches
+    return src, tgt
+
+
+def interleaved_ratio(fn_ours, fn_theirs, repeats: int, warmup: int):
+    """Median over repeats of time(ours) / time(theirs), the two run alternately."""
+    for _ in range(warmup):
+        fn_ours(), fn_theirs()
+    ratios, t_ours, t_theirs = [], [], []
+    for r in range(repeats):
+        order = [(fn_ours, t_ours), (fn_theirs, t_theirs)]
+        if r % 2:
+            order.reverse()  # neither side always goes first
+        for fn, sink in order:
+            t0 = time.perf_counter()
+            fn()
+            sink.append(time.perf_counter() - t0)
+        ratios.append(t_ours[-1] / t_theirs[-1])
+    return statistics.median(ratios), statistics.median(t_ours), statistics.median(t_theirs)
+
+
+def bench_train_and_forward(cfg, repeats, warmup):
+    vocab = cfg["vocab"]
+    torch.manual_seed(0)
+    ours, theirs = paired_models(cfg, vocab)
+    src, tgt = batch(cfg, vocab, torch.Generator().manual_seed(1))
+    dec_in, labels = tgt[:, :-1], tgt[:, 1:]
+    ours.eval(), theirs.eval()
+    with torch.no_grad():  # same weights -> same logits (checked before timing anything)
+        torch.testing.assert_close(ours(src, dec_in), theirs(src, dec_in), rtol=1e-4, atol=1e-4)
+
+    def step(model, opt):
+        def run():
+            logits = model(src, dec_in)
+            loss = F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1), ignore_index=0)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        return run
+
+    ours.train(), theirs.train()
+    opt_o = torch.optim.Adam(ours.parameters(), lr=1e-4)
+    opt_t = torch.optim.Adam(theirs.parameters(), lr=1e-4)
+    train = interleaved_ratio(step(ours, opt_o), step(theirs, opt_t), repeats, warmup)
+
+    ours.eval(), theirs.eval()
+
+    def fwd(model):
+        def run():
+            with torch.no_grad():
+                model(src, dec_in)
+        return run
+
+    forward = interleaved_ratio(fwd(ours), fwd(theirs), repeats * 2, warmup)
+    return train, forward
+
+
+def bench_kv_cache(cfg, steps, repeats):
+    """Greedy decoding of `steps` tokens: full recomputation each step vs the key/value cache."""
+    torch.manual_seed(0)
+    model = tl.Transformer(cfg["vocab"], cfg["vocab"], d_model=cfg["d_model"], nhead=cfg["nhead"],
+                           num_encoder_layers=cfg["layers"], num_decoder_layers=cfg["layers"],
+                           dim_feedforward=cfg["dim_feedforward"], dropout=0.0, max_len=steps + 8).eval()
+    src = torch.randint(4, cfg["vocab"], (1, 32), generator=torch.Generator().manual_seed(2))
+
+    @torch.no_grad()
+    def decode(use_cache):
+        memory = model.encode(src)
+        ys = torch.ones(1, 1, dtype=torch.long)  # <bos>
+        cache = model.new_cache() if use_cache else None
+        for _ in range(steps):
+            if use_cache:
+                logits = model.decode(ys[:, -1:], memory, src=src, cache=cache)[:, -1]
+            else:
+                logits = model.decode(ys, memory, src=src)[:, -1]
+            ys = torch.cat([ys, logits.argmax(-1, keepdim=True)], dim=1)
+        return ys
+
+    assert torch.equal(decode(True), decode(False)), "cached decoding must give the same tokens"
+    ratio, t_full, t_cached = interleaved_ratio(lambda: decode(False), lambda: decode(True), repeats, 1)
+    return ratio, t_full, t_cached
+
+
+def bench_attention_scaling(lengths, repeats, B=1, H=8, D_h=64):
+    rows = []
+    for T in lengths:
+        g = torch.Generator().manual_seed(T)
+        q, k, v = (torch.randn(B, H, T, D_h, generator=g) for _ in range(3))
+        mask = tl.causal_mask(T)
+        ours = lambda: tl.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        torch.testing.assert_close(ours()[0], sdpa(), rtol=1e-4, atol=1e-5)
+        ratio, t_ours, t_sdpa = interleaved_ratio(ours, sdpa, repeats, 1)
+        rows.append(dict(T=T, ours_ms=1e3 * t_ours, sdpa_ms=1e3 * t_sdpa, ratio=ratio,
+                         ours_bytes=_allocated_bytes(ours), sdpa_bytes=_allocated_bytes(sdpa)))
+    return rows
+
+
+def _allocated_bytes(fn) -> int:
+    """Bytes the call allocates on the CPU (the profiler's memory accounting)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    return int(sum(max(e.cpu_memory_usage, 0) for e in prof.events() if e.cpu_parent is None))
+
+
+def bench_capstone():
+    from transformer_lite.pretrained import train_tiny_translator
+    t0 = time.perf_counter()
+    model, data, report = train_tiny_translator(progress=False)
+    wall = time.perf_counter() - t0
+    return dict(exact_match=float(report["test_exact_match"]), train_seconds=float(report["train_seconds"]),
+                wall_seconds=wall, report={k: v for k, v in report.items() if isinstance(v, (int, float, str))})
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer repeats and no capstone: a smoke test")
+    ap.add_argument("--out", default=str(HERE / "results.json"))
+    args = ap.parse_args(argv)
+
+    torch.manual_seed(0)
+    cfg = dict(vocab=1000, d_model=256, nhead=8, layers=3, dim_feedforward=1024, dropout=0.1,
+               batch=32, src_len=32, tgt_len=33)
+    repeats, warmup = (5, 2) if args.quick else (21, 3)
+    started = time.perf_counter()
+    results = dict(machine=dict(python=platform.python_version(), torch=torch.__version__,
+                                threads=torch.get_num_threads(), cpu_count=os.cpu_count(),
+                                processor=platform.processor() or platform.machine()),
+                   config=cfg)
+
+    (train, tr_o, tr_t), (fwd, fw_o, fw_t) = bench_train_and_forward(cfg, repeats, warmup)
+    results["train_step_vs_torch"] = train
+    results["forward_vs_torch"] = fwd
+    results["train_step_ms"] = dict(ours=1e3 * tr_o, torch=1e3 * tr_t)
+    results["forward_ms"] = dict(ours=1e3 * fw_o, torch=1e3 * fw_t)
+
+    kv_cfg = dict(vocab=1000, d_model=256, nhead=8, layers=3, dim_feedforward=1024)
+    kv_steps = 32 if args.quick else 128
+    kv, t_full, t_cached = bench_kv_cache(kv_cfg, kv_steps, 3 if args.quick else 7)
+    results["kv_cache_speedup"] = kv
+    results["kv_cache"] = dict(config=kv_cfg, tokens=kv_steps, src_len=32, full_seconds=t_full,
+                               cached_seconds=t_cached)
+
+    lengths = [64, 128, 256] if args.quick else [64, 128, 256, 512, 1024]
+    results["attention_scaling"] = dict(batch=1, heads=8, head_dim=64, causal=True,
+                                        rows=bench_attention_scaling(lengths, 3 if args.quick else 9))
+
+    if not args.quick:
+        cap = bench_capstone()
+        results["capstone_exact_match"] = cap["exact_match"]
+        results["capstone_train_seconds"] = cap["train_seconds"]
+        results["capstone"] = cap["report"]
+
+    results["goals"] = {}
+    for key, (op, goal) in GOALS.items():
+        if key in results:
+            value = results[key]
+            met = value <= goal if op == "<=" else value >= goal
+            results["goals"][key] = dict(value=value, goal=f"{op} {goal}", met=met)
+    results["seconds"] = time.perf_counter() - started
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+
+    print(f"{'key':28s} {'value':>10s}  goal      met")
+    for key, g in results["goals"].items():
+        print(f"{key:28s} {g['value']:10.3f}  {g['goal']:8s}  {'yes' if g['met'] else 'NO'}")
+    print(f"attention scaling (ms, ours vs F.scaled_dot_product_attention, threads={torch.get_num_threads()}):")
+    for row in results["attention_scaling"]["rows"]:
+        print(f"  T={row['T']:5d}  ours {row['ours_ms']:8.2f}  sdpa {row['sdpa_ms']:8.2f}  "
+              f"bytes {row['ours_bytes']:>11,d} vs {row['sdpa_bytes']:>11,d}")
+    print(f"wrote {args.out} in {results['seconds']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
