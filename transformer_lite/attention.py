@@ -227,7 +227,6 @@ class MultiHeadAttention(nn.Module):
         out = self.out_proj(merge_heads(out))  # (B, H, T, D_h) -> (B, T, D) -> (B, T, D)
         return out, (weights if need_weights else None)
 
-
     def _packed_qkv(self, x: torch.Tensor):
         """Q, K and V of self-attention from one (D, 3D) matmul -- what ``nn.MultiheadAttention``
         does with its ``in_proj_weight``. Same numbers as the three Linear layers, fewer kernel calls."""
