@@ -1,0 +1,231 @@
+"""The built site in a real browser: every page, offline, no errors, math rendered, every control alive.
+
+Serves _build/html on 127.0.0.1 and opens EVERY page in Debian's Chromium through Playwright
+(no browser download). Builds the site first when _build/html is missing (`make test` builds it
+anyway). Screenshots of every page go to _build/screenshots/. Skipped when Chromium or Playwright
+is missing, except under CI=true, where that is a failure.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+HTML = Path(os.environ.get("SITE_HTML", ROOT / "_build" / "html"))  # SITE_HTML: test another build
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# TeX left unrendered in the visible text (outside code): \( \[ $$ or a $...$ holding TeX-ish characters
+RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\$[^$\n]{0,80}?[\\^_{}][^$\n]{0,80}?\$")
+
+
+def _need(condition: bool, why: str):
+    if not condition:
+        if IN_CI:
+            pytest.fail(f"{why} (CI=true: the browser tests must run)")
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def site():
+    if not (HTML / "index.html").exists():
+        subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py")], cwd=ROOT, check=True)
+    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def pages() -> list[str]:
+    return sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
+                  if "_static" not in p.parts and "reports" not in p.parts)
+
+
+# JS run in the page after load: finds every problem the reader would see.
+_INSPECT = r"""
+async (pattern) => {
+  const out = {math: 0, mathRendered: 0, rawTex: [], badImages: [], controls: [], widgets: 0};
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  const math = document.querySelectorAll('.math, span.math, div.math');
+  out.math = math.length;
+  out.mathRendered = [...math].filter(e => e.querySelector('mjx-container')).length;
+  const walker = document.createTreeWalker(document.querySelector('main') || document.body, NodeFilter.SHOW_TEXT);
+  const re = new RegExp(pattern);
+  while (walker.nextNode()) {
+    const n = walker.currentNode, p = n.parentElement;
+    if (!p || p.closest('pre, code, script, style, mjx-container, .highlight, textarea')) continue;
+    if (re.test(n.textContent)) out.rawTex.push(n.textContent.trim().slice(0, 80));
+  }
+  for (const img of document.images) {
+    if (img.loading === 'lazy') { img.loading = 'eager'; }
+    if (!img.complete) { await new Promise(r => { img.onload = img.onerror = r; setTimeout(r, 3000); }); }
+    if (!(img.naturalWidth > 0)) out.badImages.push((img.currentSrc || img.src).slice(0, 100));
+  }
+  out.widgets = document.querySelectorAll('.jupyter-widgets, .widget-area, script[type*="jupyter.widget"]').length;
+  // what the reader sees in a frame (theme scripts may decorate the DOM, e.g. copy buttons on <pre>)
+  const sig = f => f.textContent + [...f.querySelectorAll('img')].map(i => i.src).join('|');
+  const settle = () => new Promise(r => setTimeout(r, 150));
+  const setTo = async (el, v) => {
+    el.value = String(v);
+    el.dispatchEvent(new Event('input', {bubbles: true}));
+    el.dispatchEvent(new Event('change', {bubbles: true}));
+    await settle();
+  };
+  // our precomputed controls: each control, moved to each of its other values, must change the frame
+  for (const root of document.querySelectorAll('.tl-explore')) {
+    const frame = root.querySelector('.tl-frame');
+    for (const el of root.querySelectorAll('[data-tl-axis]')) {
+      const values = el.tagName === 'SELECT' ? [...el.options].map(o => o.value)
+                   : [...Array(+el.max + 1).keys()].map(String);
+      const start = el.value, before = sig(frame);
+      let changed = 0;
+      for (const v of values) {
+        if (v === start) continue;
+        await setTo(el, v);
+        if (sig(frame) !== before) changed++;
+        const img = frame.querySelector('img');
+        if (img && !img.complete) await new Promise(r => { img.onload = img.onerror = r; setTimeout(r, 2000); });
+        if (img && !(img.naturalWidth > 0)) out.badImages.push('frame of ' + root.id);
+      }
+      await setTo(el, start);
+      out.controls.push({id: root.id + '/' + (el.id || el.tagName), values: values.length, changed,
+                         restored: sig(frame) === before});
+    }
+  }
+  // bertviz views: drawn (an SVG), and each drop-down changes the drawing
+  for (const root of document.querySelectorAll('.tl-bertviz')) {
+    for (let i = 0; i < 50 && !root.querySelector('svg'); i++) await settle();
+    const svg = () => root.querySelector('svg');
+    if (!svg()) { out.controls.push({id: root.firstElementChild.id + '/svg', values: 0, changed: -1, restored: false}); continue; }
+    for (const el of root.querySelectorAll('select')) {
+      const values = [...el.options].map(o => o.value), start = el.value;
+      const before = svg().outerHTML;
+      let changed = 0;
+      for (const v of values) {
+        if (v === start) continue;
+        await setTo(el, v);
+        if (svg() && svg().outerHTML !== before) changed++;
+      }
+      await setTo(el, start);
+      out.controls.push({id: root.firstElementChild.id + '/' + el.id, values: values.length, changed, restored: true});
+    }
+  }
+  return out;
+}
+"""
+
+
+@pytest.fixture(scope="session")
+def report(site):
+    """Open every page once; collect everything the tests below assert on."""
+    _need(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need(False, "playwright is not installed")
+    if SHOTS.exists():
+        shutil.rmtree(SHOTS)
+    SHOTS.mkdir(parents=True)
+    results = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        for page_path in pages():
+            ctx = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+            page = ctx.new_page()
+            r = {"external": [], "failed": [], "console": []}
+
+            def route(rt, r=r):
+                url = rt.request.url
+                if url.startswith(site) or url.startswith("data:") or url.startswith("blob:"):
+                    rt.continue_()
+                else:
+                    r["external"].append(url)
+                    rt.abort()
+
+            page.route("**/*", route)
+            page.on("requestfailed", lambda q, r=r: r["failed"].append(f"{q.url} ({q.failure})")
+                    if q.url.startswith(site) else None)
+            page.on("response", lambda s, r=r: r["failed"].append(f"{s.url} (HTTP {s.status})")
+                    if s.status >= 400 else None)
+            page.on("console", lambda m, r=r: r["console"].append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e, r=r: r["console"].append(f"uncaught: {e}"))
+            page.goto(site + page_path, wait_until="load")
+            page.wait_for_load_state("networkidle")
+            r.update(page.evaluate(_INSPECT, RAW_TEX.pattern))
+            page.evaluate("window.scrollTo(0, 0)")
+            page.screenshot(path=str(SHOTS / (page_path.replace("/", "__")[:-5] + ".png")), full_page=True)
+            results[page_path] = r
+            ctx.close()
+        browser.close()
+    return results
+
+
+def _problems(report, key):
+    return {p: r[key] for p, r in report.items() if r[key]}
+
+
+def test_site_has_the_book_pages():
+    names = pages() if HTML.exists() else []
+    if not names:
+        pytest.skip("site not built")
+    assert "book/intro.html" in names and "book/references.html" in names
+
+
+def test_no_request_leaves_the_site(report):
+    assert not _problems(report, "external")
+
+
+def test_no_request_fails(report):
+    assert not _problems(report, "failed")
+
+
+def test_no_console_errors(report):
+    assert not _problems(report, "console")
+
+
+def test_math_is_rendered(report):
+    unrendered = {p: f"{r['mathRendered']}/{r['math']}" for p, r in report.items() if r["mathRendered"] != r["math"]}
+    assert not unrendered, "pages with math MathJax did not render"
+    assert not _problems(report, "rawTex")
+    assert any(r["math"] for r in report.values()), "no page has math at all?"
+
+
+def test_images_load(report):
+    assert not _problems(report, "badImages")
+
+
+def test_no_ipywidgets_on_the_static_site(report):
+    assert not {p: r["widgets"] for p, r in report.items() if r["widgets"]}
+
+
+def test_every_control_changes_the_page(report):
+    dead = {p: [c for c in r["controls"] if (c["values"] != 1 and c["changed"] < 1) or not c["restored"]]
+            for p, r in report.items()}
+    dead = {p: c for p, c in dead.items() if c}
+    assert not dead
+
+
+def test_screenshots_of_every_page(report):
+    shots = list(SHOTS.glob("*.png"))
+    assert len(shots) == len(report)
+    assert all(s.stat().st_size > 5000 for s in shots)
