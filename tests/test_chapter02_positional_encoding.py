@@ -1,0 +1,134 @@
+"""Chapter 2 (positional encoding): the chapter's claims, checked through the package.
+
+The literal transcription of the formula (``pe_from_formula``) and the rotation matrix
+(``rotation``) are teaching code that lives only in the notebook; they are read from the notebook
+here (not pasted twice) and checked against the package.
+"""
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+import transformer_lite as tl
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_positional_encoding.ipynb"
+
+
+def _notebook_function(name):
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    (src,) = [s for s in sources if s.lstrip().startswith(f"def {name}(")]
+    src = src.split("\ntorch.testing")[0].split("\ntorch.set_printoptions")[0]  # the definition, not the demo
+    namespace = {"torch": torch, "math": math}
+    exec(compile(src, str(NOTEBOOK), "exec"), namespace)
+    return namespace[name]
+
+
+@pytest.fixture(scope="module")
+def pe_from_formula():
+    return _notebook_function("pe_from_formula")
+
+
+@pytest.fixture(scope="module")
+def rotation():
+    return _notebook_function("rotation")
+
+
+def test_attention_without_positions_is_permutation_equivariant():
+    attn = tl.MultiHeadAttention(16, 2).eval()
+    x = torch.randn(1, 6, 16)
+    perm = torch.tensor([5, 2, 0, 4, 1, 3])
+    with torch.no_grad():
+        y, _ = attn(x, x, x)
+        y_perm, _ = attn(x[:, perm], x[:, perm], x[:, perm])
+        torch.testing.assert_close(y_perm, y[:, perm])
+        pe = tl.sinusoidal_positional_encoding(6, 16)
+        z, _ = attn(x + pe, x + pe, x + pe)
+        xs = x[:, perm] + pe
+        z_perm, _ = attn(xs, xs, xs)
+    assert (z_perm - z[:, perm]).abs().max() > 1e-3  # positions make order matter
+
+
+@pytest.mark.parametrize("L,D", [(1, 2), (50, 16), (33, 6)])
+def test_table_is_the_papers_formula(pe_from_formula, L, D):
+    torch.testing.assert_close(tl.sinusoidal_positional_encoding(L, D), pe_from_formula(L, D).float())
+
+
+def test_first_dimensions_are_fast_last_are_slow():
+    D, L = 128, 512
+    lam = tl.wavelengths(D)
+    assert math.isclose(lam[0].item(), 2 * math.pi, rel_tol=1e-6)
+    assert torch.all(lam[0::2][1:] > lam[0::2][:-1])
+    assert lam[-1] < 10000 * 2 * math.pi
+    torch.testing.assert_close(lam[0::2], lam[1::2])  # a sine and its cosine share a wavelength
+    # Measured from the table: how far each (sin, cos) pair moves per position shrinks with the index.
+    pe = tl.sinusoidal_positional_encoding(L, D)
+    step = (pe[1:] - pe[:-1]).view(L - 1, D // 2, 2).norm(dim=-1).mean(0)
+    assert torch.all(step[1:] < step[:-1])
+    torch.testing.assert_close(step, 2 * torch.sin(math.pi / lam[0::2]), atol=1e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("k", [1, 2, 17, 100, 511])
+def test_shift_is_one_rotation_for_every_position(rotation, pe_from_formula, k):
+    L, D = 512, 64
+    pe64 = pe_from_formula(L, D)
+    torch.testing.assert_close(pe64[:-k] @ rotation(k, D).T, pe64[k:], atol=1e-10, rtol=0)
+    pe32 = tl.sinusoidal_positional_encoding(L, D)
+    torch.testing.assert_close(pe32[:-k] @ rotation(k, D).T.float(), pe32[k:], atol=1e-4, rtol=0)
+
+
+def test_rotation_is_orthogonal_and_composes(rotation):
+    D = 32
+    torch.testing.assert_close(rotation(5, D).T @ rotation(5, D), torch.eye(D, dtype=torch.float64))
+    torch.testing.assert_close(rotation(2, D) @ rotation(9, D), rotation(11, D))
+    torch.testing.assert_close(rotation(-4, D), rotation(4, D).T)
+    assert not torch.allclose(rotation(1, D), rotation(2, D))
+
+
+def test_dot_product_depends_only_on_distance():
+    L, D = 96, 32
+    pe = tl.sinusoidal_positional_encoding(L, D).double()
+    dots = pe @ pe.T
+    p = torch.arange(L)
+    dist = (p[:, None] - p[None, :]).abs()
+    for d in (0, 1, 7, 50):
+        vals = dots[dist == d]
+        assert vals.max() - vals.min() < 1e-4
+    diag = dots.diagonal().clone()
+    assert torch.all(diag > dots.fill_diagonal_(-1e9).max(dim=1).values)  # nothing is closer to p than p
+
+
+def test_interleaved_and_concatenated_are_a_column_permutation():
+    L, D = 40, 12
+    inter = tl.sinusoidal_positional_encoding(L, D, interleaved=True)
+    concat = tl.sinusoidal_positional_encoding(L, D, interleaved=False)
+    perm = torch.cat([torch.arange(0, D, 2), torch.arange(1, D, 2)])
+    torch.testing.assert_close(concat, inter[:, perm])
+    assert not torch.allclose(concat, inter)
+
+
+def test_beyond_max_len():
+    D = 16
+    short, long = tl.PositionalEncoding(D, max_len=32), tl.PositionalEncoding(D, max_len=300)
+    with pytest.raises(ValueError, match="max_len"):
+        short(torch.zeros(1, 33, D))
+    torch.testing.assert_close(long.pe[:32], short.pe)  # a longer table starts with the same rows
+    x = torch.randn(2, 5, D)
+    torch.testing.assert_close(long(x, offset=100), x + long.pe[100:105])
+    learned = tl.LearnedPositionalEncoding(D, max_len=32)
+    with pytest.raises(ValueError, match="max_len"):
+        learned(torch.zeros(1, 33, D))
+    assert tl.count_parameters(learned) == 32 * D and tl.count_parameters(short) == 0
+
+
+def test_slow_dimensions_take_new_values_beyond_the_training_length():
+    D, L = 64, 64
+    table = tl.sinusoidal_positional_encoding(2 * L, D).double()
+    train, beyond = table[:L], table[L:]
+    lo, hi = train.min(0).values, train.max(0).values
+    outside = (torch.maximum(lo - beyond, beyond - hi) > 0.01 * (hi - lo)).double().mean(0)
+    lam = tl.wavelengths(D).double()
+    assert outside[lam <= L].max() == 0
+    assert outside[lam > 10 * L].min() == 1
