@@ -120,7 +120,8 @@ def paper_adam(params, lr: float = 1e-3) -> torch.optim.Adam:
     """Adam with the paper's settings (§5.3): beta1 = 0.9, beta2 = 0.98, eps = 1e-9."""
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or lr <= 0:
         raise ValueError(f"lr must be a positive number, got {lr!r}")
-    return torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    # foreach: update all parameters in a few batched kernels (same numbers, less Python overhead)
+    return torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9, foreach=True)
 
 
 @dataclass
