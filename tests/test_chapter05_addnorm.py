@@ -1,0 +1,102 @@
+"""Chapter 5's claims, checked through the package: residuals keep gradients alive, LayerNorm
+by hand (biased variance, eps inside the root), the unbiased pitfall, gamma/beta, the
+position-wise FFN (= 1x1 convolution) and its share of the parameters, the Add & Norm block."""
+import pytest
+import torch
+import torch.nn as nn
+from torch.testing import assert_close
+
+import transformer_lite as tl
+from transformer_lite import pitfalls
+
+
+def first_layer_grad(depth, residual, layer_norm, d_model=32):
+    torch.manual_seed(0)
+    ffns = [tl.FeedForward(d_model, 4 * d_model, dropout=0.0) for _ in range(depth)]
+    norms = [tl.LayerNorm(d_model) for _ in range(depth)]
+    g = torch.Generator().manual_seed(0)
+    h, target = torch.randn(16, 10, d_model, generator=g), torch.randn(16, 10, d_model, generator=g)
+    for ffn, norm in zip(ffns, norms):
+        h = h + ffn(h) if residual else ffn(h)
+        h = norm(h) if layer_norm else h
+    ((h - target) ** 2).mean().backward()
+    return ffns[0].linear1.weight.grad.norm().item()
+
+
+def test_residual_connections_keep_the_first_layers_gradient():
+    assert first_layer_grad(32, residual=False, layer_norm=False) < 1e-12
+    assert first_layer_grad(64, residual=False, layer_norm=True) < 1e-2 * first_layer_grad(1, False, True)
+    for depth in (1, 32):
+        assert first_layer_grad(depth, residual=True, layer_norm=True) > 0.02
+        assert first_layer_grad(depth, residual=True, layer_norm=False) > 0.05
+
+
+def test_residual_block_jacobian_is_identity_plus_sublayer_jacobian():
+    f = tl.FeedForward(4, 16, dropout=0.0)
+    x = torch.randn(4)
+    J_f = torch.autograd.functional.jacobian(f, x)
+    J = torch.autograd.functional.jacobian(lambda v: v + f(v), x)
+    assert_close(J, torch.eye(4) + J_f)
+
+
+def test_layer_norm_worked_example():
+    x = torch.tensor([1.0, 3.0, 3.0, 9.0])  # mean 4, biased variance 36 / 4 = 9, std 3
+    expected = torch.tensor([-1.0, -1 / 3, -1 / 3, 5 / 3]) * 3 / (9 + 1e-5) ** 0.5
+    assert_close(tl.layer_norm(x), expected)
+    assert_close(tl.LayerNorm(4)(x), expected)
+    assert_close(nn.LayerNorm(4)(x), expected)
+    with tl.use_fused(False):
+        assert_close(tl.LayerNorm(4)(x), expected)
+
+
+def test_unbiased_variance_pitfall_shrinks_outputs_by_sqrt_d_minus_1_over_d():
+    for D in (4, 512):
+        x = torch.randn(8, D)
+        ratio = pitfalls.layer_norm_unbiased_eps_outside(x) / nn.LayerNorm(D)(x)
+        assert_close(ratio, torch.full_like(ratio, ((D - 1) / D) ** 0.5), rtol=1e-4, atol=0)
+    with pytest.raises(AssertionError):  # still caught at the paper's width
+        x = torch.randn(8, 512)
+        assert_close(pitfalls.layer_norm_unbiased_eps_outside(x), nn.LayerNorm(512)(x))
+
+
+def test_gamma_beta_can_restore_one_token_but_not_every_token():
+    x, x2 = torch.tensor([1.0, 3.0, 3.0, 9.0]), torch.tensor([2.0, 2.0, 4.0, 8.0])
+    ln = tl.LayerNorm(4)
+    with torch.no_grad():
+        ln.weight.fill_((9 + 1e-5) ** 0.5)
+        ln.bias.fill_(4.0)
+    assert_close(ln(x), x)
+    assert not torch.allclose(ln(x2), x2, atol=0.1)
+
+
+def test_ffn_is_position_wise_and_equals_two_1x1_convolutions():
+    ffn = tl.FeedForward(8, 32, dropout=0.0)
+    x = torch.randn(2, 5, 8)
+    out = ffn(x)
+    assert_close(out, torch.stack([torch.stack([ffn(x[b, t]) for t in range(5)]) for b in range(2)]))
+    perm = torch.randperm(5)
+    assert_close(ffn(x[:, perm]), out[:, perm])
+    conv1, conv2 = nn.Conv1d(8, 32, 1), nn.Conv1d(32, 8, 1)
+    with torch.no_grad():
+        conv1.weight.copy_(ffn.linear1.weight.unsqueeze(-1))
+        conv1.bias.copy_(ffn.linear1.bias)
+        conv2.weight.copy_(ffn.linear2.weight.unsqueeze(-1))
+        conv2.bias.copy_(ffn.linear2.bias)
+    assert_close(conv2(torch.relu(conv1(x.transpose(1, 2)))).transpose(1, 2), out)
+
+
+def test_ffn_holds_two_thirds_of_an_encoder_layer():
+    D, d_ff = 512, 2048
+    layer = tl.EncoderLayer(D, 8, dim_feedforward=d_ff)
+    n_ffn = tl.count_parameters(layer.ff)
+    assert n_ffn == 2 * D * d_ff + d_ff + D
+    assert abs(n_ffn / tl.count_parameters(layer) - 2 / 3) < 0.01
+
+
+def test_encoder_layer_is_layernorm_of_x_plus_sublayer():
+    layer = tl.EncoderLayer(16, 4, dim_feedforward=64, dropout=0.1).eval()
+    x = torch.randn(2, 5, 16)
+    h = layer.norm1(x + layer.self_attn(x, x, x)[0])
+    assert_close(layer(x), layer.norm2(h + layer.ff(h)))
+    ref = nn.TransformerEncoderLayer(16, 4, dim_feedforward=64, dropout=0.1, batch_first=True).eval()
+    assert_close(tl.from_torch(ref).eval()(x), ref(x))
