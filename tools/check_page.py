@@ -25,8 +25,7 @@ import build_book as bb  # noqa: E402
 
 ROOT = bb.ROOT
 
-_MISSING = re.compile(r"nonexisting document|cross-reference target not found|reference target not found|"
-                      r"toctree contains reference to non", re.I)
+_MISSING = bb._MISSING_LINK
 
 
 def make_book(notebook: Path, tmp: Path) -> tuple[Path, str]:
@@ -72,9 +71,7 @@ def main(argv=None) -> int:
     book, doc = make_book(nb, tmp)
     proc = bb.jupyter_book(book, strict=False)
     html_dir = book / "_build" / "html"
-    ansi = re.compile(r"\x1b\[[0-9;]*m")
-    warnings = [ansi.sub("", ln) for ln in (proc.stdout + proc.stderr).splitlines()]
-    warnings = [ln for ln in warnings if re.search(r"(^|: )(WARNING|ERROR|CRITICAL):", ln)]
+    warnings = bb.warnings(proc)
     relevant = []
     for ln in warnings:
         about_page = f"{doc}.ipynb" in ln or f"/{Path(doc).name}" in ln

@@ -1,0 +1,29 @@
+"""Run at start-up by every notebook kernel of the book build (IPYTHONDIR set by tools/build_book.py).
+
+A static page has no kernel, so an ipywidgets progress bar (what ``tqdm.auto`` draws in Jupyter) would be
+a dead widget there, and it would make the page load the widget manager from a CDN. In the build, every
+tqdm is therefore the plain one, disabled; readers running the notebook see the usual live bar.
+"""
+
+
+def _transformer_lite_static_tqdm():
+    import tqdm.auto
+    import tqdm.autonotebook
+    import tqdm.notebook
+    import tqdm.std
+
+    class tqdm_static(tqdm.std.tqdm):  # noqa: N801 - named like tqdm's own classes
+        def __init__(self, *args, **kwargs):
+            kwargs["disable"] = True
+            super().__init__(*args, **kwargs)
+
+    def trange(*args, **kwargs):
+        return tqdm_static(range(*args), **kwargs)
+
+    for m in (tqdm.auto, tqdm.autonotebook, tqdm.notebook):
+        m.tqdm, m.trange = tqdm_static, trange
+    tqdm.notebook.tqdm_notebook = tqdm_static
+
+
+_transformer_lite_static_tqdm()
+del _transformer_lite_static_tqdm
