@@ -1,5 +1,4 @@
 """transformer_lite.pitfalls: every deliberately wrong variant really differs from the right function."""
-import math
 
 import pytest
 import torch

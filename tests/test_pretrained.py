@@ -32,6 +32,7 @@ def test_trains_once_then_loads_the_same_model(cache):
     assert report["from_cache"] is False and report["steps"] == 20
     for key in ("train_seconds", "test_accuracy", "train_accuracy", "final_loss", "parameters", "recipe"):
         assert key in report
+    assert len(report["loss_curve"]) == 20 and report["loss_curve"][-1] < report["loss_curve"][0]
     assert 0.0 <= report["test_accuracy"] <= 1.0 and report["train_seconds"] > 0
     files = list(cache.glob("tiny_translator-*.pt"))
     assert [f.name for f in files] == [f"tiny_translator-{SMALL.key()}.pt"]

@@ -127,7 +127,7 @@ def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = PAD) -> torch.Tensor:
 
 # -- copy and reverse ------------------------------------------------------------------------
 
-def _symbol_task(name, num_examples, seq_len, vocab_size, seed, reverse):
+def _symbol_task(num_examples, seq_len, vocab_size, seed, reverse):
     check_positive_int("num_examples", num_examples)
     check_positive_int("seq_len", seq_len)
     check_positive_int("vocab_size", vocab_size, minimum=5)
@@ -147,12 +147,12 @@ def copy_task(num_examples: int, seq_len: int, vocab_size: int, seed: int = 0):
 
     Token ids are drawn uniformly from [4, vocab_size) (0..3 are the special tokens).
     """
-    return _symbol_task("copy_task", num_examples, seq_len, vocab_size, seed, reverse=False)
+    return _symbol_task(num_examples, seq_len, vocab_size, seed, reverse=False)
 
 
 def reverse_task(num_examples: int, seq_len: int, vocab_size: int, seed: int = 0):
     """Random sequences and their reversal: src (N, L), tgt (N, L + 2) = BOS + src[::-1] + EOS."""
-    return _symbol_task("reverse_task", num_examples, seq_len, vocab_size, seed, reverse=True)
+    return _symbol_task(num_examples, seq_len, vocab_size, seed, reverse=True)
 
 
 # -- a tiny English -> Chinese translation task ----------------------------------------------

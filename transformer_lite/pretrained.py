@@ -27,6 +27,9 @@ from .model import Transformer, count_parameters
 from .training import paper_adam, train, warmup_scheduler
 
 
+_CACHE_FORMAT = "2"  # bump when what the cache file holds changes
+
+
 @dataclass(frozen=True)
 class Recipe:
     """Everything that decides the trained model. Change a field -> a different cache file."""
@@ -53,7 +56,7 @@ class Recipe:
 
     def key(self) -> str:
         """A short hash of the recipe and the torch version (different torch -> retrain)."""
-        text = json.dumps(dataclasses.asdict(self), sort_keys=True) + torch.__version__
+        text = json.dumps(dataclasses.asdict(self), sort_keys=True) + torch.__version__ + _CACHE_FORMAT
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -85,10 +88,12 @@ def train_tiny_translator(seed: int | None = None, progress: bool = True, device
 
     ``threads=1`` trains on one CPU thread (restored afterwards): the matrices are so small
     that a second thread mostly waits for the first -- on a busy machine it is many times
-    slower -- and one thread gives the same numbers on every machine. ``None`` keeps torch's setting. ``report`` is a dict:
+    slower -- and one thread gives the same numbers whatever the number of cores. ``None`` keeps torch's setting.
+
+    ``report`` is a dict:
     ``train_seconds``, ``test_accuracy`` (greedy exact match on the held-out pairs),
     ``train_accuracy`` (on the first ``n_test`` training pairs), ``steps``, ``final_loss``,
-    ``parameters``, ``device``, ``torch``, ``threads``, ``recipe``.
+    ``parameters``, ``device``, ``torch``, ``threads``, ``recipe``, and ``loss_curve`` (the loss of every step).
     """
     recipe = recipe if recipe is not None else RECIPE
     if not isinstance(recipe, Recipe):
@@ -98,7 +103,8 @@ def train_tiny_translator(seed: int | None = None, progress: bool = True, device
     fields = {f.name for f in dataclasses.fields(Recipe)}
     for name in overrides:
         if name not in fields:
-            raise TypeError(f"train_tiny_translator got an unexpected keyword {name!r}; Recipe fields are {sorted(fields)}")
+            raise TypeError(f"train_tiny_translator got an unexpected keyword {name!r}; "
+                            f"Recipe fields are {sorted(fields)}")
     recipe = dataclasses.replace(recipe, **overrides)
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -138,8 +144,8 @@ def train_tiny_translator(seed: int | None = None, progress: bool = True, device
         threads=used_threads,
         machine=platform.machine(),
         recipe=dataclasses.asdict(recipe),
+        loss_curve=[round(x, 4) for x in history.loss],
     )
-    model.train_history = history  # for loss curves; not saved in the cache
     return model, data, report
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from tqdm.auto import tqdm
 
 from ._checks import check_positive_int, check_probability, check_token_ids
 from .data import PAD
@@ -173,8 +174,6 @@ def train(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, *, steps: int,
             raise ValueError("eval_every needs an eval_fn to call")
     if eval_fn is not None and not callable(eval_fn):
         raise TypeError(f"eval_fn must be callable (model -> number), got {type(eval_fn).__name__}")
-    from tqdm.auto import tqdm
-
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device)
     pad_id = getattr(model, "pad_id", PAD)
