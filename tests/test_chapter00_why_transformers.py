@@ -1,0 +1,101 @@
+"""Chapter 0 (why Transformers): the chapter's claims, checked through the package.
+
+The RNN loop, the operation counter and the path-length search are teaching code that lives only
+in the notebook; they are read from the notebook here (not pasted twice). Timings are not tested:
+they depend on the machine and its load.
+"""
+import json
+import re
+from collections import deque
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+from torch.overrides import TorchFunctionMode
+
+import transformer_lite as tl
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "00_why_transformers.ipynb"
+D = 64
+
+
+def _cell(startswith):
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    (src,) = [s for s in sources if s.lstrip().startswith(startswith)]
+    return src
+
+
+@pytest.fixture(scope="module")
+def teaching():
+    """rnn_loop (with its cell and nn.RNN), CountOps, path_length and the two graphs, from the notebook."""
+    ns = {"torch": torch, "nn": nn, "tl": tl, "deque": deque, "TorchFunctionMode": TorchFunctionMode}
+    exec(_cell("torch.manual_seed(0)\nD = 64"), ns)
+    exec(_cell("class CountOps").split("\nlengths =")[0], ns)
+    exec(_cell("def path_length").split("\nT = 64")[0], ns)
+    return ns
+
+
+def test_rnn_loop_equals_nn_rnn(teaching):
+    x = torch.randn(3, 12, D)
+    with torch.no_grad():
+        torch.testing.assert_close(teaching["rnn_loop"](x), teaching["rnn"](x)[0])
+
+
+def test_attention_positions_are_independent():
+    attn = tl.MultiHeadAttention(D, 4).eval()
+    x = torch.randn(2, 9, D)
+    with torch.no_grad():
+        y, _ = attn(x, x, x)
+        for t in reversed(range(9)):
+            torch.testing.assert_close(attn(x[:, t:t + 1], x, x)[0], y[:, t:t + 1])
+
+
+def test_rnn_ops_grow_with_length_attention_ops_do_not(teaching):
+    attn = tl.MultiHeadAttention(D, 4).eval()
+    rnn_counts, attn_counts = [], []
+    for T in (3, 10, 40):
+        x = torch.randn(1, T, D)
+        with torch.no_grad():
+            with teaching["CountOps"]() as c:
+                teaching["rnn_loop"](x)
+            rnn_counts.append(c.count)
+            with teaching["CountOps"]() as c:
+                attn(x, x, x, need_weights=False)
+            attn_counts.append(c.count)
+    assert len(set(attn_counts)) == 1
+    per_token = (rnn_counts[1] - rnn_counts[0]) / 7
+    assert per_token >= 1 and rnn_counts[2] - rnn_counts[1] == per_token * 30
+
+
+def test_path_lengths(teaching):
+    T = 20
+    for d in (0, 5, 19):
+        assert teaching["path_length"](teaching["rnn_graph"](T), ("x", 0), ("h", d)) == d + 1
+        assert teaching["path_length"](teaching["attention_graph"](T), ("x", 0), ("y", d)) == 1
+
+
+def test_gradient_from_far_tokens_vanishes_for_the_rnn_not_for_attention():
+    torch.manual_seed(0)
+    T = 64
+    rnn = nn.RNN(D, D, batch_first=True)
+    attn = tl.MultiHeadAttention(D, 4).eval()
+    grads = []
+    for layer in (lambda x: rnn(x)[0], lambda x: attn(x, x, x)[0]):
+        x = torch.randn(1, T, D, requires_grad=True)
+        layer(x)[0, -1].sum().backward()
+        grads.append(x.grad[0].norm(dim=1))
+    g_rnn, g_attn = grads
+    assert g_rnn[0] < 1e-10 * g_rnn[-1]
+    assert g_attn.min() > 1e-2 * g_attn.max()
+
+
+def test_architecture_map_links_every_chapter():
+    src = _cell("# The architecture map")
+    names = set(re.findall(r'"(\d\d_[a-z_]+)"', src))
+    assert sorted(int(n[:2]) for n in names) == list(range(1, 14))
+    chapters = {"01_tokens_and_embeddings", "02_positional_encoding", "03_self_attention", "04_multi_head_attention",
+                "05_add_norm_ffn", "06_batchnorm_vs_layernorm", "07_pre_ln_vs_post_ln", "08_masking", "09_encoder",
+                "10_decoder", "11_training", "12_inference", "13_capstone_translator"}
+    assert names == chapters  # the file names fixed for cross-links

@@ -1,0 +1,83 @@
+"""Chapter 1 (tokens and embeddings): the chapter's claims, checked through the package.
+
+The toy tokenizer is teaching code that lives only in the notebook; it is read from the notebook
+here (not pasted twice).
+"""
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import transformer_lite as tl
+from transformer_lite.data import PAD, UNK, Vocab, pad_batch
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "01_tokens_and_embeddings.ipynb"
+
+
+@pytest.fixture(scope="module")
+def tokenize():
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    (src,) = [s for s in sources if s.lstrip().startswith("def tokenize(")]
+    namespace = {"re": re}
+    exec(compile(src.split("\ncorpus")[0], str(NOTEBOOK), "exec"), namespace)
+    return namespace["tokenize"]
+
+
+def test_tokenizer_and_vocab(tokenize):
+    assert tokenize("The cat sat on the mat.") == ["the", "cat", "sat", "on", "the", "mat", "."]
+    assert tokenize("A dog!  Yes") == ["a", "dog", "!", "yes"]
+    vocab = Vocab(tokenize("the cat sat on the mat ."))
+    ids = vocab.encode(tokenize("The bird sat."))
+    assert ids[1] == UNK and ids[0] == vocab.stoi["the"] and min(vocab.stoi[w] for w in ("the", "cat")) == 4
+    assert vocab.decode(vocab.encode(tokenize("the cat sat ."))) == "the cat sat ."
+
+
+def test_lookup_is_one_hot_times_table():
+    V, D = 23, 12
+    tok = tl.TokenEmbedding(V, D)
+    ids = torch.randint(0, V, (3, 7))
+    one_hot = F.one_hot(ids, V).float()  # (B, T, V)
+    torch.testing.assert_close(tok(ids), one_hot @ tok.weight * math.sqrt(D))
+    torch.testing.assert_close(tok(ids), torch.eye(V)[ids] @ tok.weight * math.sqrt(D))
+    assert tok(ids).shape == (3, 7, D)
+
+
+def test_only_rows_of_tokens_in_the_batch_get_a_gradient():
+    emb = nn.Embedding(20, 4)
+    batch = pad_batch([[5, 6, 7], [9, 5]])
+    emb(batch).sum().backward()
+    rows = emb.weight.grad.abs().sum(1).nonzero().flatten().tolist()
+    assert rows == [PAD, 5, 6, 7, 9]
+
+
+def test_scale_balances_a_small_initialisation_against_the_positional_encoding():
+    torch.manual_seed(0)
+    for D in (16, 128, 512):
+        pe = tl.sinusoidal_positional_encoding(11, D)[10]
+        assert math.isclose(pe.norm().item(), math.sqrt(D / 2), rel_tol=1e-5)
+        table = torch.randn(1000, D) / math.sqrt(D)  # N(0, 1/D): rows of length ~1
+        unscaled = F.cosine_similarity(table + pe, table, dim=1).mean()
+        scaled = F.cosine_similarity(table * math.sqrt(D) + pe, table * math.sqrt(D), dim=1).mean()
+        assert scaled > 0.7 and scaled > unscaled
+    assert unscaled < 0.1  # at D = 512 the unscaled token is drowned by the position
+
+
+def test_encoder_input_is_scaled_embedding_plus_pe():
+    model = tl.Transformer(30, 30, d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                           dim_feedforward=32, dropout=0.0)
+    ids = torch.randint(4, 30, (2, 9))
+    x = model.src_pos(model.src_embed(ids))
+    torch.testing.assert_close(x, model.src_embed.weight[ids] * 4.0 + tl.sinusoidal_positional_encoding(9, 16))
+
+
+def test_sharing_saves_two_tables():
+    kw = dict(d_model=32, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=64)
+    separate = tl.Transformer(500, 500, **kw)
+    shared = tl.Transformer(500, 500, share_embeddings=True, tie_embeddings=True, **kw)
+    assert tl.count_parameters(separate) - tl.count_parameters(shared) == 2 * 500 * 32
