@@ -18,3 +18,6 @@ from .model import AttentionMaps, EncoderDecoder, Transformer, count_parameters
 from .normalization import LayerNorm, layer_norm
 
 __version__ = "0.1.0"
+from .data import BOS, EOS, PAD, UNK, Vocab, translation_task
+from .decoding import beam_search, exact_match, greedy_decode, sample
+from .training import History, train
