@@ -1,0 +1,177 @@
+"""Chapter 10 (the decoder): the chapter's claims, checked through the package.
+
+A decoder layer is masked self-attention -> cross-attention (Q from the decoder, K and V from the
+encoder's output) -> FFN, each with Add & Norm; cross-attention weights are (B, H, T, S); every target
+position sees every source word but no later target position; source padding is masked out; the
+output layer is a (V, D) Linear whose logits are h W^T + b; weight tying shares one tensor, saves V x D
+parameters per shared use, and sums the gradients of both uses.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+import transformer_lite as tl
+
+B, S, T, D, H = 2, 4, 6, 8, 2
+
+
+def _layer():
+    torch.manual_seed(0)
+    return tl.DecoderLayer(d_model=D, nhead=H, dim_feedforward=32, dropout=0.0).eval()
+
+
+def _model(V_src=11, V_tgt=13, **kw):
+    torch.manual_seed(0)
+    cfg = dict(d_model=16, nhead=2, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=32, dropout=0.0)
+    cfg.update(kw)
+    return tl.Transformer(V_src, V_tgt, **cfg).eval()
+
+
+@torch.no_grad()
+def test_decoder_layer_is_self_attention_then_cross_attention_then_ffn():
+    layer = _layer()
+    y, memory, mask = torch.randn(B, T, D), torch.randn(B, S, D), tl.causal_mask(T)
+    sa, w_self = layer.self_attn(y, y, y, attn_mask=mask)
+    x1 = layer.norm1(y + sa)
+    mha = layer.multihead_attn
+    q = tl.split_heads(mha.q_proj(x1), H)          # queries from the decoder
+    k = tl.split_heads(mha.k_proj(memory), H)      # keys and values from the memory
+    v = tl.split_heads(mha.v_proj(memory), H)
+    out, w_cross = tl.scaled_dot_product_attention(q, k, v)
+    ca = mha.out_proj(tl.merge_heads(out))
+    x2 = layer.norm2(x1 + ca)
+    x3 = layer.norm3(x2 + layer.ff(x2))
+    full, ws, wc = layer(y, memory, tgt_mask=mask, return_attention=True)
+    assert_close(x3, full)
+    assert_close(wc, w_cross)
+    assert wc.shape == (B, H, T, S) and ws.shape == (B, H, T, T)
+    assert_close(wc.sum(-1), torch.ones(B, H, T))
+    assert (wc > 0).all()                              # no mask on the source
+    assert (ws[..., mask] == 0).all() and (ws[..., ~mask] > 0).all()
+
+
+@torch.no_grad()
+def test_every_target_position_sees_every_source_word_but_no_later_target():
+    layer = _layer()
+    y, memory, mask = torch.randn(B, T, D), torch.randn(B, S, D), tl.causal_mask(T)
+    base = layer(y, memory, tgt_mask=mask)
+    for s in range(S):
+        m2 = memory.clone()
+        m2[:, s] += 1.0
+        moved = (layer(y, m2, tgt_mask=mask) - base).abs().amax(-1)   # (B, T)
+        assert (moved > 1e-4).all(), f"changing source word {s} must move every target position"
+    for t in range(T):
+        y2 = y.clone()
+        y2[:, t] += 1.0
+        moved = (layer(y2, memory, tgt_mask=mask) - base).abs().amax(-1)
+        assert (moved[:, :t] == 0).all() and (moved[:, t:] > 1e-4).all()
+
+
+@torch.no_grad()
+def test_without_the_causal_mask_earlier_positions_see_later_ones():
+    layer = _layer()
+    y, memory = torch.randn(B, T, D), torch.randn(B, S, D)
+    y2 = y.clone()
+    y2[:, -1] += 1.0
+    moved = (layer(y2, memory) - layer(y, memory)).abs().amax(-1)
+    assert (moved[:, 0] > 1e-4).all()
+
+
+@torch.no_grad()
+def test_source_padding_is_invisible_to_cross_attention():
+    layer = _layer()
+    y, memory, mask = torch.randn(B, T, D), torch.randn(B, S, D), tl.causal_mask(T)
+    padded = torch.cat([memory, torch.randn(B, 3, D)], dim=1)
+    kpm = torch.tensor([[False] * S + [True] * 3] * B)
+    assert_close(layer(y, padded, tgt_mask=mask, memory_key_padding_mask=kpm), layer(y, memory, tgt_mask=mask))
+    # and through the whole model: padding ids (0) appended to the source change no logit
+    model = _model()
+    src, tgt = torch.tensor([[4, 5, 6, 7]]), torch.tensor([[1, 4, 5, 6, 7, 8]])
+    src_padded = torch.cat([src, torch.zeros(1, 3, dtype=torch.long)], dim=1)
+    assert_close(model(src_padded, tgt), model(src, tgt))
+
+
+@torch.no_grad()
+def test_cross_attention_ignores_the_order_of_memory_rows():
+    layer = _layer()
+    y, memory, mask = torch.randn(B, T, D), torch.randn(B, S, D), tl.causal_mask(T)
+    perm = torch.tensor([2, 0, 3, 1])
+    assert_close(layer(y, memory[:, perm], tgt_mask=mask), layer(y, memory, tgt_mask=mask))
+
+
+@torch.no_grad()
+def test_output_layer_is_a_d_by_v_linear_and_softmax():
+    model = _model()
+    src, tgt = torch.tensor([[4, 5, 6, 7]]), torch.tensor([[1, 4, 5, 6, 7, 8]])
+    memory = model.encode(src)
+    x = model.tgt_pos(model.tgt_embed(tgt))
+    h = model.decoder(x, memory, tgt_mask=tl.causal_mask(tgt.shape[1]))
+    logits = model.decode(tgt, memory, src=src)
+    W, b = model.generator.weight, model.generator.bias
+    assert W.shape == (model.tgt_vocab_size, model.d_model)     # stored (V, D); the math's W is D x V
+    assert logits.shape == (1, tgt.shape[1], model.tgt_vocab_size)
+    assert_close(logits, h @ W.T + b)
+    assert_close(logits.softmax(-1).sum(-1), torch.ones(1, tgt.shape[1]))
+
+
+def test_generator_share_of_the_base_model():
+    with torch.device("meta"):
+        base = tl.Transformer(37_000, 37_000)
+    n_gen = tl.count_parameters(base.generator)
+    assert n_gen == 512 * 37_000 + 37_000
+    assert n_gen > 4 * tl.count_parameters(base.decoder.layers[0])   # the largest single block
+
+
+def test_weight_tying_shares_one_tensor_and_saves_v_times_d():
+    V = 13
+    tied, untied = _model(V_tgt=V, tie_embeddings=True), _model(V_tgt=V)
+    E = tied.tgt_embed.embedding.weight
+    assert tied.generator.weight is E and tied.generator.weight.data_ptr() == E.data_ptr()
+    assert untied.generator.weight is not untied.tgt_embed.embedding.weight
+    assert tl.count_parameters(untied) - tl.count_parameters(tied) == V * tied.d_model
+    ids = torch.tensor([[1, 4, 5]])
+    assert_close(tied.tgt_embed(ids), E[ids] * tied.d_model ** 0.5)   # the embedding scales by sqrt(D)
+
+
+def test_tied_gradient_is_the_sum_of_both_uses_and_stays_tied_after_a_step():
+    V = 13
+    tied, untied = _model(V_tgt=V, tie_embeddings=True), _model(V_tgt=V)
+    untied.load_state_dict(tied.state_dict())
+    src, tgt = torch.tensor([[4, 5, 6, 7]]), torch.tensor([[1, 4, 5, 6, 7, 8, 2]])
+    inp, labels = tgt[:, :-1], tgt[:, 1:]
+
+    def loss(m):
+        return F.cross_entropy(m(src, inp).reshape(-1, V), labels.reshape(-1))
+
+    loss(tied).backward()
+    loss(untied).backward()
+    E = tied.tgt_embed.embedding.weight
+    assert_close(E.grad, untied.tgt_embed.embedding.weight.grad + untied.generator.weight.grad)
+    assert not torch.allclose(E.grad, untied.generator.weight.grad)     # both uses contribute
+    before = E.detach().clone()
+    torch.optim.Adam(tied.parameters(), lr=1e-2).step()
+    assert not torch.equal(before, E)
+    assert tied.generator.weight is tied.tgt_embed.embedding.weight
+
+
+@pytest.mark.parametrize("d_model, nhead, d_ff", [(512, 8, 2048), (1024, 16, 4096)])
+def test_sharing_all_three_saves_two_v_by_d_blocks(d_model, nhead, d_ff):
+    V = 37_000
+    with torch.device("meta"):
+        kw = dict(d_model=d_model, nhead=nhead, dim_feedforward=d_ff)
+        untied = tl.count_parameters(tl.Transformer(V, V, **kw))
+        tied = tl.count_parameters(tl.Transformer(V, V, tie_embeddings=True, **kw))
+        shared = tl.count_parameters(tl.Transformer(V, V, tie_embeddings=True, share_embeddings=True, **kw))
+    assert untied - tied == V * d_model
+    assert untied - shared == 2 * V * d_model
+
+
+def test_decoder_layer_parameter_formula():
+    D_, H_, d_ff = 512, 8, 2048
+    attention = 4 * (D_ * D_ + D_)
+    formula = 2 * attention + (2 * D_ * d_ff + d_ff + D_) + 3 * 2 * D_
+    dec = tl.count_parameters(tl.DecoderLayer(D_, H_, dim_feedforward=d_ff))
+    enc = tl.count_parameters(tl.EncoderLayer(D_, H_, dim_feedforward=d_ff))
+    assert dec == formula
+    assert dec - enc == attention + 2 * D_
