@@ -1,0 +1,185 @@
+"""Chapter 11 (training): the chapter's claims, checked through the package.
+
+Teacher forcing shifts <bos> I have a cat <eos> into input and labels; one forward pass equals T
+prefix passes (and without the causal mask it does not); cross-entropy by hand equals F.cross_entropy
+and ignores padding; label smoothing's target, its equality with PyTorch and its floor H(q); the
+paper's schedule (peak, linear warm-up, 1/sqrt decay) and its scheduler; Adam's settings and its
+first step of size lr; a short training run that learns the reverse task.
+"""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+import transformer_lite as tl
+from transformer_lite.data import BOS, EOS, PAD, Vocab, pad_batch, reverse_task
+from transformer_lite.training import (label_smoothed_cross_entropy, noam_lr, paper_adam, smoothed_targets,
+                                       teacher_forcing, train, warmup_scheduler)
+
+ZH = Vocab("我 有 一 只 猫".split())
+EN = Vocab("I have a cat".split())
+
+
+def _model(**kw):
+    torch.manual_seed(0)
+    cfg = dict(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=32, dropout=0.0)
+    cfg.update(kw)
+    return tl.Transformer(len(ZH), len(EN), **cfg).eval()
+
+
+def _example():
+    src = torch.tensor([ZH.encode("我 有 一 只 猫")])
+    tgt = torch.tensor([EN.encode("I have a cat", add_bos_eos=True)])
+    return src, tgt
+
+
+def test_teacher_forcing_on_the_chapters_example():
+    _, tgt = _example()
+    inp, labels = teacher_forcing(tgt)
+    assert [EN.itos[i] for i in inp[0]] == ["<bos>", "I", "have", "a", "cat"]
+    assert [EN.itos[i] for i in labels[0]] == ["I", "have", "a", "cat", "<eos>"]
+
+
+@torch.no_grad()
+def test_one_forward_pass_equals_a_pass_per_prefix():
+    model = _model()
+    src, tgt = _example()
+    inp, _ = teacher_forcing(tgt)
+    logits = model(src, inp)
+    memory = model.encode(src)
+    for t in range(inp.shape[1]):
+        assert_close(logits[:, t], model.decode(inp[:, : t + 1], memory, src=src)[:, -1])
+
+
+@torch.no_grad()
+def test_without_the_causal_mask_rows_read_the_future():
+    model = _model()
+    src, tgt = _example()
+    inp, _ = teacher_forcing(tgt)
+    changed = inp.clone()
+    changed[0, -1] = EN.stoi["I"]
+    memory = model.encode(src)
+
+    def out(ids, mask):
+        return model.generator(model.decoder(model.tgt_pos(model.tgt_embed(ids)), memory, tgt_mask=mask))
+
+    T = inp.shape[1]
+    masked = (out(inp, tl.causal_mask(T)) - out(changed, tl.causal_mask(T))).abs().amax(-1)[0]
+    unmasked = (out(inp, None) - out(changed, None)).abs().amax(-1)[0]
+    assert (masked[:-1] == 0).all() and masked[-1] > 0
+    assert (unmasked > 0).all()
+
+
+@torch.no_grad()
+def test_cross_entropy_by_hand_ignores_padding():
+    model = _model()
+    pairs = [("我 有 一 只 猫", "I have a cat"), ("猫", "a cat")]
+    src = pad_batch([ZH.encode(s) for s, _ in pairs])
+    tgt = pad_batch([EN.encode(t, add_bos_eos=True) for _, t in pairs])
+    inp, labels = teacher_forcing(tgt)
+    logits = model(src, inp)
+    V = logits.shape[-1]
+    log_p = logits.log_softmax(-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+    real = labels != PAD
+    by_hand = -(log_p * real).sum() / real.sum()
+    ref = F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1), ignore_index=PAD)
+    assert_close(by_hand, ref)
+    assert_close(label_smoothed_cross_entropy(logits, labels, 0.0), ref)
+    more = torch.cat([tgt, torch.full((2, 3), PAD)], dim=1)
+    inp_m, lab_m = teacher_forcing(more)
+    logits_m = model(src, inp_m)
+    assert_close(F.cross_entropy(logits_m.reshape(-1, V), lab_m.reshape(-1), ignore_index=PAD), ref)
+    assert not torch.isclose(F.cross_entropy(logits_m.reshape(-1, V), lab_m.reshape(-1)), ref)
+
+
+def test_uniform_logits_cost_log_v():
+    labels = torch.randint(0, 14, (50,))
+    assert_close(F.cross_entropy(torch.zeros(50, 14), labels), torch.tensor(math.log(14)))
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.1, 0.3])
+def test_label_smoothing_target_equality_and_floor(eps):
+    V, labels = len(EN), torch.tensor([4, 5, 6, 7, 2])
+    q = smoothed_targets(labels, V, eps)
+    assert_close(q.gather(-1, labels[:, None]).squeeze(-1), torch.full((5,), 1 - eps + eps / V))
+    assert_close(q.sum(-1), torch.ones(5))
+    logits = torch.randn(5, V)
+    assert_close(label_smoothed_cross_entropy(logits, labels, eps), F.cross_entropy(logits, labels, label_smoothing=eps))
+    floor = label_smoothed_cross_entropy(q.log(), labels, eps)
+    entropy = -(q * q.log()).sum(-1).mean()
+    assert_close(floor, entropy)
+    for _ in range(5):
+        assert label_smoothed_cross_entropy(q.log() + 0.3 * torch.randn(5, V), labels, eps) > floor
+    # the loss against p(right word) has its minimum at 1 - eps + eps / V
+    p = torch.linspace(0.001, 0.999, 9_981, dtype=torch.float64)
+    top = 1 - eps + eps / V
+    curve = -(top * p.log() + (1 - top) * ((1 - p) / (V - 1)).log())
+    assert abs(p[curve.argmin()].item() - top) < 2e-4
+
+
+@pytest.mark.parametrize("warmup", [1000, 4000, 8000])
+def test_noam_schedule_peak_warmup_and_decay(warmup):
+    d = 512
+    lrs = [noam_lr(k, d, warmup) for k in range(1, 3 * warmup)]
+    assert max(range(len(lrs)), key=lrs.__getitem__) + 1 == warmup
+    assert math.isclose(max(lrs), (d * warmup) ** -0.5)
+    assert math.isclose(noam_lr(warmup // 2, d, warmup), noam_lr(warmup, d, warmup) / 2)
+    assert math.isclose(noam_lr(4 * warmup, d, warmup), noam_lr(warmup, d, warmup) / 2)
+    assert math.isclose(noam_lr(3 * warmup, d, warmup), d ** -0.5 * (3 * warmup) ** -0.5)
+
+
+def test_warmup_scheduler_sets_noam_lr_each_step():
+    w = torch.zeros(3, requires_grad=True)
+    opt = paper_adam([w])
+    sched = warmup_scheduler(opt, d_model=512, warmup_steps=10)
+    for k in range(1, 31):
+        assert math.isclose(opt.param_groups[0]["lr"], noam_lr(k, 512, 10))
+        opt.step()
+        sched.step()
+
+
+def test_paper_adam_settings_and_first_step_of_size_lr():
+    model = tl.Transformer(len(ZH), len(EN), d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                           dim_feedforward=32, dropout=0.0)
+    lr = 1e-3
+    opt = paper_adam(model.parameters(), lr=lr)
+    g = opt.param_groups[0]
+    assert g["betas"] == (0.9, 0.98) and g["eps"] == 1e-9
+    src, tgt = _example()
+    inp, labels = teacher_forcing(tgt)
+    before = [p.detach().clone() for p in model.parameters()]
+    label_smoothed_cross_entropy(model(src, inp), labels).backward()
+    grads = torch.cat([p.grad.flatten() for p in model.parameters()])
+    opt.step()
+    steps = torch.cat([(p.detach() - b).abs().flatten() for p, b in zip(model.parameters(), before)])
+    used = grads.abs() > 1e-5
+    assert used.sum() > 100
+    assert_close(steps[used], torch.full_like(steps[used], lr), rtol=1e-3, atol=1e-6)
+    assert (steps[grads == 0] == 0).all()
+
+
+def test_a_short_run_learns_to_reverse():
+    L, V = 4, 10
+    src, tgt = reverse_task(1000, L, V, seed=0)
+    test_src, test_tgt = reverse_task(200, L, V, seed=1)
+    torch.manual_seed(0)
+    model = tl.Transformer(V, V, d_model=32, nhead=4, num_encoder_layers=1, num_decoder_layers=1,
+                           dim_feedforward=64, dropout=0.0)
+    opt = paper_adam(model.parameters())
+    sched = warmup_scheduler(opt, d_model=32, warmup_steps=30)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        hist = train(model, src, tgt, steps=150, batch_size=64, optimizer=opt, scheduler=sched, smoothing=0.1,
+                     progress=False, seed=0)
+    finally:
+        torch.set_num_threads(threads)
+    assert all(math.isclose(a, noam_lr(k, 32, 30)) for k, a in enumerate(hist.lr, start=1))
+    assert sum(hist.loss[-10:]) / 10 < 0.6 * sum(hist.loss[:10]) / 10
+    model.eval()
+    inp, labels = teacher_forcing(test_tgt)
+    with torch.no_grad():
+        acc = (model(test_src, inp).argmax(-1) == labels).float().mean().item()
+    assert acc > 0.6
