@@ -120,7 +120,7 @@ def test_generator_share_of_the_base_model():
         base = tl.Transformer(37_000, 37_000)
     n_gen = tl.count_parameters(base.generator)
     assert n_gen == 512 * 37_000 + 37_000
-    assert n_gen > 4 * tl.count_parameters(base.decoder.layers[0])   # the largest single block
+    assert n_gen > 4 * tl.count_parameters(base.decoder.layers[0])   # more than four decoder layers
 
 
 def test_weight_tying_shares_one_tensor_and_saves_v_times_d():
