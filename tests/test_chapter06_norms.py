@@ -1,0 +1,88 @@
+"""Chapter 6's claims: BatchNorm normalizes each feature over the batch, LayerNorm each token over
+its features; padding moves BatchNorm's outputs for real tokens but not LayerNorm's; BatchNorm
+depends on the batch and on train/eval mode, LayerNorm does not."""
+import pytest
+import torch
+import torch.nn as nn
+from torch.testing import assert_close
+
+import transformer_lite as tl
+
+
+def bn_train(x):
+    """nn.BatchNorm1d in training mode on a (B, T, D) batch (it wants (B, D, T))."""
+    return nn.BatchNorm1d(x.shape[-1])(x.transpose(1, 2)).transpose(1, 2)
+
+
+REAL_0 = torch.tensor([[1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0], [3.0, 1.0, 0.0, 2.0]])
+REAL_1 = torch.tensor([[4.0, 3.0, 2.0, 1.0], [0.0, 2.0, 4.0, 6.0]])
+
+
+def padded(length, value=0.0):
+    rows = [torch.cat([s, torch.full((length - len(s), 4), value)]) for s in (REAL_0, REAL_1)]
+    mask = torch.tensor([[t < len(s) for t in range(length)] for s in (REAL_0, REAL_1)])
+    return torch.stack(rows), mask
+
+
+def test_axes_batchnorm_per_feature_layernorm_per_token():
+    x = torch.randn(2, 3, 4) * 3 + 1
+    y_bn, y_ln = bn_train(x), tl.LayerNorm(4)(x)
+    assert_close(y_bn.mean(dim=(0, 1)), torch.zeros(4), atol=1e-6, rtol=0)
+    assert_close(y_bn.var(dim=(0, 1), correction=0), torch.ones(4), atol=1e-4, rtol=0)
+    assert_close(y_ln.mean(dim=-1), torch.zeros(2, 3), atol=1e-6, rtol=0)
+    assert_close(y_ln.var(dim=-1, correction=0), torch.ones(2, 3), atol=1e-4, rtol=0)
+    assert y_bn.mean(dim=-1).abs().max() > 0.1  # BatchNorm does not standardize tokens
+
+
+def test_padding_moves_batchnorm_outputs_of_real_tokens_but_not_layernorm():
+    real = torch.cat([REAL_0, REAL_1])  # the 5 real tokens, (5, D)
+    bn_clean = bn_train(real[None])[0]
+    ln_clean = tl.LayerNorm(4)(real)
+    for length, value in [(3, 0.0), (3, 5.0), (5, 0.0)]:
+        x, mask = padded(length, value)
+        assert (bn_train(x)[mask] - bn_clean).abs().max() > 0.05
+        assert_close(tl.LayerNorm(4)(x)[mask], ln_clean)
+    x, _ = padded(3)
+    assert_close(x.mean(dim=(0, 1)), real.mean(dim=0) * 5 / 6)  # one zero row in six
+
+
+def test_batchnorm_output_depends_on_the_batch_and_noise_shrinks_with_batch_size():
+    g = torch.Generator().manual_seed(0)
+    corpus = torch.linspace(-2, 2, 8) + 0.5 * torch.randn(500, 1, 8, generator=g) + torch.randn(500, 8, 8, generator=g)
+    probe = corpus[0]
+
+    def spread(b):
+        outs = []
+        for _ in range(100):
+            xb = torch.cat([probe[None], corpus[torch.randint(1, 500, (b - 1,), generator=g)]])
+            outs.append(bn_train(xb)[0, 0, 0])
+        return torch.stack(outs).std().item()
+
+    assert spread(2) > 2 * spread(32) > 0
+    ln = tl.LayerNorm(8)(probe)
+    assert_close(tl.LayerNorm(8)(torch.cat([probe[None], corpus[1:5]]))[0], ln)
+
+
+def test_batchnorm_train_and_eval_disagree_layernorm_does_not():
+    x = torch.randn(1, 8, 6) * 2 + 3  # (B, D, T)
+    bn, ln = nn.BatchNorm1d(8), nn.LayerNorm(8)
+    train_bn, train_ln = bn(x), ln(x.transpose(1, 2))
+    bn.eval(), ln.eval()
+    assert (bn(x) - train_bn).abs().max() > 0.5
+    assert torch.equal(ln(x.transpose(1, 2)), train_ln)
+    with pytest.raises(ValueError):
+        nn.BatchNorm1d(8)(torch.randn(1, 8, 1))  # one value per channel: nothing to normalize
+
+
+def test_running_var_is_unbiased_and_padding_biases_running_mean():
+    bn = nn.BatchNorm1d(4, momentum=1.0)
+    xb = torch.randn(4, 4, 8)
+    bn(xb)
+    assert_close(bn.running_var, xb.transpose(1, 2).reshape(-1, 4).var(dim=0, correction=1))
+    g = torch.Generator().manual_seed(0)
+    bn = nn.BatchNorm1d(4)
+    for _ in range(100):
+        x = torch.randn(16, 8, 4, generator=g) + 2.0  # true mean 2
+        x[:, 4:] = 0.0  # half padding
+        bn(x.transpose(1, 2))
+    assert_close(bn.running_mean, torch.full((4,), 1.0), atol=0.15, rtol=0)  # pulled halfway to 0
