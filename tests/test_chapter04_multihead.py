@@ -1,0 +1,142 @@
+"""Chapter 4 (multi-head attention): the chapter's claims, checked through the package."""
+import pytest
+import torch
+import torch.nn as nn
+
+import transformer_lite as tl
+from transformer_lite.pitfalls import merge_heads_without_transpose
+
+
+@pytest.mark.parametrize("B,T,D,H", [(1, 3, 8, 2), (2, 5, 12, 3), (3, 1, 16, 16), (2, 7, 16, 1)])
+def test_split_shapes_and_merge_inverts_split(B, T, D, H):
+    x = torch.randn(B, T, D)
+    xs = tl.split_heads(x, H)
+    assert xs.shape == (B, H, T, D // H)
+    torch.testing.assert_close(tl.merge_heads(xs), x)
+
+
+def test_split_gives_each_head_a_slice_of_features_of_every_word():
+    T, D, H = 3, 8, 2
+    x = (10 * torch.arange(T)[:, None] + torch.arange(D)[None, :]).float()[None]  # x[0, t, d] = 10t + d
+    xs = tl.split_heads(x, H)
+    for h in range(H):
+        torch.testing.assert_close(xs[0, h], x[0, :, h * 4:(h + 1) * 4])
+        assert (xs[0, h] // 10).tolist() == [[t] * 4 for t in range(T)]  # one word per row
+
+
+def test_merge_without_transpose_keeps_shape_but_mixes_words():
+    T, D, H = 3, 8, 2
+    x = (10 * torch.arange(T)[:, None] + torch.arange(D)[None, :]).float()[None]
+    wrong = merge_heads_without_transpose(tl.split_heads(x, H))
+    assert wrong.shape == x.shape
+    assert not torch.equal(wrong, x)
+    assert wrong[0, 0].tolist() == [0, 1, 2, 3, 10, 11, 12, 13]  # word 0's row holds part of word 1
+
+
+def _dependence(fn, x):
+    J = torch.autograd.functional.jacobian(fn, x)[0, :, :, 0]  # (T, D, T, D)
+    return J.abs().sum(dim=(1, 3)) > 1e-7
+
+
+def _mha_forward(mha, x, attn_mask, merge):
+    q, k, v = (tl.split_heads(p(x), mha.nhead) for p in (mha.q_proj, mha.k_proj, mha.v_proj))
+    out, _ = tl.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+    return mha.out_proj(merge(out))
+
+
+def test_missing_transpose_leaks_the_future_under_a_causal_mask():
+    torch.manual_seed(0)
+    mha = tl.MultiHeadAttention(8, 2)
+    x = torch.randn(1, 5, 8)
+    mask = tl.causal_mask(5)
+    torch.testing.assert_close(_mha_forward(mha, x, mask, tl.merge_heads), mha(x, x, x, attn_mask=mask)[0])
+    future = torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1)
+    ok = _dependence(lambda i: _mha_forward(mha, i, mask, tl.merge_heads), x)
+    bug = _dependence(lambda i: _mha_forward(mha, i, mask, merge_heads_without_transpose), x)
+    assert not (ok & future).any()
+    assert ok[~future].all()  # every output does depend on itself and every earlier word
+    assert (bug & future).any()
+
+
+@pytest.mark.parametrize("D", [8, 64, 512])
+def test_parameter_count_does_not_depend_on_heads(D):
+    counts = {H: tl.count_parameters(tl.MultiHeadAttention(D, H)) for H in (1, 2, 4, 8) if D % H == 0}
+    assert set(counts.values()) == {4 * (D * D + D)}
+
+
+def test_per_head_projection_is_a_slice_of_the_full_one():
+    torch.manual_seed(1)
+    mha = tl.MultiHeadAttention(12, 3)
+    x = torch.randn(2, 4, 12)
+    q = tl.split_heads(mha.q_proj(x), 3)
+    for i in range(3):
+        rows = slice(4 * i, 4 * (i + 1))
+        torch.testing.assert_close(x @ mha.q_proj.weight[rows].T + mha.q_proj.bias[rows], q[:, i])
+
+
+def test_concat_then_project_equals_sum_of_per_head_projections():
+    torch.manual_seed(2)
+    mha = tl.MultiHeadAttention(8, 2)
+    x = torch.randn(1, 5, 8)
+    q, k, v = (tl.split_heads(p(x), 2) for p in (mha.q_proj, mha.k_proj, mha.v_proj))
+    heads, _ = tl.scaled_dot_product_attention(q, k, v)
+    W_O = mha.out_proj.weight.T
+    total = sum(heads[:, i] @ W_O[4 * i:4 * (i + 1)] for i in range(2)) + mha.out_proj.bias
+    torch.testing.assert_close(total, mha(x, x, x)[0])
+
+
+def test_equals_torch_multihead_attention_and_its_averaged_weights():
+    torch.manual_seed(0)
+    theirs = nn.MultiheadAttention(16, 4, batch_first=True)
+    ours = tl.from_torch(theirs)
+    x = torch.randn(2, 6, 16)
+    kpm = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    out_t, w_avg = theirs(x, x, x, key_padding_mask=kpm)
+    _, w_heads = theirs(x, x, x, key_padding_mask=kpm, average_attn_weights=False)
+    out_o, w_o = ours(x, x, x, key_padding_mask=kpm)
+    torch.testing.assert_close(out_o, out_t)
+    assert w_o.shape == (2, 4, 6, 6) and w_avg.shape == (2, 6, 6)
+    torch.testing.assert_close(w_o, w_heads)
+    torch.testing.assert_close(w_o.mean(1), w_avg)
+    assert (w_o[1, :, :, 4:] == 0).all()  # padding keys get no weight
+
+
+def _neighbour_task(nhead, steps=300):
+    T, C = 8, 8
+    torch.manual_seed(0)
+    layer = tl.MultiHeadAttention(C + T, nhead)
+    opt = torch.optim.Adam(layer.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(0)
+
+    def batch(n):
+        c = torch.randn(n, T, C, generator=g)
+        x = torch.cat([c, torch.eye(T).expand(n, T, T)], -1)
+        return x, torch.cat([c.roll(1, 1), c.roll(-1, 1)], -1)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: one thread is several times faster (no contention)
+    try:
+        for _ in range(steps):
+            x, y = batch(32)
+            loss = ((layer(x, x, x, need_weights=False)[0] - y) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    finally:
+        torch.set_num_threads(threads)
+    x, y = batch(256)
+    with torch.no_grad():
+        out, w = layer(x, x, x)
+    t = torch.arange(T)
+    w = w.mean(0)
+    return ((out - y) ** 2).mean().item(), w[:, t, (t - 1) % T].mean(-1), w[:, t, (t + 1) % T].mean(-1)
+
+
+def test_one_head_cannot_fetch_both_neighbours_two_heads_can():
+    loss1, left1, right1 = _neighbour_task(1)
+    loss2, left2, right2 = _neighbour_task(2)
+    assert loss1 > 0.3  # stuck: predicting zeros scores 1.0
+    assert loss2 < 0.05 * loss1
+    assert abs(left1.item() - right1.item()) < 0.25  # the single head splits its weight
+    assert sorted([left2.argmax().item(), right2.argmax().item()]) == [0, 1]  # one head per side
+    assert min(left2.max().item(), right2.max().item()) > 0.6
