@@ -99,3 +99,21 @@ def test_architecture_map_links_every_chapter():
                 "05_add_norm_ffn", "06_batchnorm_vs_layernorm", "07_pre_ln_vs_post_ln", "08_masking", "09_encoder",
                 "10_decoder", "11_training", "12_inference", "13_capstone_translator"}
     assert names == chapters  # the file names fixed for cross-links
+
+
+def test_no_recurrent_scale_keeps_the_rnn_gradient_balanced_over_256_tokens():
+    D_, T = 64, 256
+    attn = tl.MultiHeadAttention(D_, 4).eval()
+    for scale in (0.5, 1.0, 2.0, 2.5, 3.0, 3.5, 4.0):
+        torch.manual_seed(0)
+        rnn = nn.RNN(D_, D_, batch_first=True)
+        with torch.no_grad():
+            rnn.weight_hh_l0.mul_(scale)
+        x = torch.randn(1, T, D_, requires_grad=True)
+        rnn(x)[0][0, -1].sum().backward()
+        g = x.grad[0].norm(dim=1)
+        assert g.max() / g.min().clamp(min=1e-38) > 100, scale
+    x = torch.randn(1, T, D_, requires_grad=True)
+    attn(x, x, x)[0][0, -1].sum().backward()
+    g = x.grad[0].norm(dim=1)
+    assert g.max() / g.min() < 100
