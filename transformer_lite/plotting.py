@@ -44,6 +44,29 @@ def use_book_style() -> None:
         "legend.frameon": False,
         "figure.constrained_layout.use": True,
     })
+    cjk = _cjk_font()
+    if cjk is not None:  # Chinese tokens (the translator's target language) in labels
+        mpl.rcParams["font.family"] = ["DejaVu Sans", cjk]
+
+
+def _cjk_font() -> str | None:
+    """Register a Chinese-capable font as a fallback: Noto Sans CJK SC from the ``mplfonts`` wheel
+    (installed by the book's requirements; no download at run time), else one the system has."""
+    from matplotlib import font_manager
+
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("mplfonts")  # located, not imported: only its font file is needed
+    if spec is not None and spec.submodule_search_locations:
+        path = Path(list(spec.submodule_search_locations)[0]) / "fonts" / "NotoSansCJKsc-Regular.otf"
+        if path.exists():
+            font_manager.fontManager.addfont(str(path))
+            return font_manager.FontProperties(fname=str(path)).get_name()
+    for name in ("Noto Sans CJK SC", "Noto Sans SC", "WenQuanYi Micro Hei", "SimHei", "Microsoft YaHei"):
+        if any(f.name == name for f in font_manager.fontManager.ttflist):
+            return name
+    return None
 
 
 def _to_numpy(x, name: str, ndim: int) -> np.ndarray:
