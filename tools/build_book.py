@@ -45,8 +45,9 @@ COPIES = [
     ("jquery/dist/jquery.min.js", "jquery/jquery.min.js"),
     ("mathjax/es5/tex-chtml.js", "mathjax/tex-chtml.js"),
     # what tex-chtml.js loads on demand, resolved against its own URL: fonts, TeX extensions, menu, a11y
-    ("mathjax/es5/output", "mathjax/output"),
-    ("mathjax/es5/input", "mathjax/input"),
+    ("mathjax/es5/output/chtml", "mathjax/output/chtml"),
+    ("mathjax/es5/output/chtml.js", "mathjax/output/chtml.js"),
+    ("mathjax/es5/input/tex", "mathjax/input/tex"),
     ("mathjax/es5/ui", "mathjax/ui"),
     ("mathjax/es5/a11y", "mathjax/a11y"),
     ("mathjax/es5/sre", "mathjax/sre"),

@@ -76,6 +76,18 @@ def _is_numeric(options) -> bool:
     return all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in options) and len(options) > 1
 
 
+def _small_png(png: bytes) -> bytes:
+    """The same figure as a 256-colour PNG when that is smaller (typically a third: pages stay light)."""
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - pillow comes with matplotlib
+        return png
+    im = Image.open(io.BytesIO(png)).convert("RGB")
+    out = io.BytesIO()
+    im.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(out, "PNG", optimize=True)
+    return out.getvalue() if out.tell() < len(png) else png
+
+
 def _result_to_html(result, dpi: int, alt: str, text_is_html: bool = True) -> str:
     """One frame's HTML: a PNG for a figure, else the object's HTML (matplotlib figures are closed)."""
     fig = None
@@ -94,7 +106,7 @@ def _result_to_html(result, dpi: int, alt: str, text_is_html: bool = True) -> st
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
         plt.close(fig)
-        data = base64.b64encode(buf.getvalue()).decode("ascii")
+        data = base64.b64encode(_small_png(buf.getvalue())).decode("ascii")
         return (f'<img class="tl-frame-img" alt="{html.escape(alt)}" '
                 f'style="max-width:100%;height:auto" src="data:image/png;base64,{data}">')
     if result is None:
