@@ -1,0 +1,158 @@
+"""Chapter 12 (inference): the chapter's claims, checked through the package.
+
+Generic claims run on a small random model; claims about the book's trained translator run when
+it is in the cache (the book build trains it once; these tests never train it).
+"""
+import math
+
+import pytest
+import torch
+
+import transformer_lite as tl
+from transformer_lite.data import BOS, EOS, PAD
+from transformer_lite.decoding import beam_search, greedy_decode, length_penalty_gnmt, sample, sequence_log_prob
+from transformer_lite.pretrained import RECIPE, cache_dir, tiny_translator
+
+V = 13
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return tl.Transformer(V, V, d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2,
+                          dim_feedforward=64, dropout=0.0, max_len=40).eval()
+
+
+@pytest.fixture(scope="module")
+def src():
+    return torch.tensor([[5, 6, 7, 8, 9], [4, 10, 11, 0, 0]])  # the second row is padded
+
+
+def test_teacher_forced_logits_equal_step_by_step_logits(model, src):
+    tgt = torch.tensor([[BOS, 4, 7, 9, 12, 5], [BOS, 6, 6, 8, 4, 11]])
+    with torch.no_grad():
+        one_pass = model(src, tgt)  # (B, T, V)
+        memory = model.encode(src)
+        steps = torch.stack([model.decode(tgt[:, :t], memory, src=src)[:, -1] for t in range(1, tgt.shape[1] + 1)], 1)
+        cache = model.new_cache()
+        cached = torch.cat([model.decode(tgt[:, t:t + 1], memory, src=src, cache=cache) for t in range(tgt.shape[1])], 1)
+    torch.testing.assert_close(steps, one_pass, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(cached, one_pass, rtol=1e-4, atol=1e-5)
+
+
+def test_without_the_causal_mask_the_two_would_differ(model, src):
+    # The equality above depends on the mask: a later token changes earlier outputs only if it can be seen.
+    tgt = torch.tensor([[BOS, 4, 7, 9], [BOS, 6, 6, 8]])
+    changed = tgt.clone()
+    changed[:, -1] = 12
+    with torch.no_grad():
+        a, b = model(src, tgt), model(src, changed)
+    torch.testing.assert_close(a[:, :-1], b[:, :-1])  # masked: earlier positions unchanged
+    assert not torch.allclose(a[:, -1], b[:, -1])
+
+
+def _decode_fixed(model, src, steps, use_cache):
+    with torch.no_grad():
+        memory = model.encode(src)
+        ys = torch.full((src.shape[0], 1), BOS)
+        cache = model.new_cache() if use_cache else None
+        for _ in range(steps):
+            new = ys[:, -1:] if use_cache else ys
+            logits = model.decode(new, memory, src=src, cache=cache)[:, -1]
+            ys = torch.cat([ys, logits.argmax(-1, keepdim=True)], 1)
+    return ys
+
+
+@pytest.mark.parametrize("L", [1, 5, 12])
+def test_cache_processes_L_positions_instead_of_L_L_plus_1_over_2(model, src, L):
+    queries = []
+    hook = model.decoder.layers[0].self_attn.register_forward_hook(lambda m, a, o: queries.append(a[0].shape[1]))
+    calls = []
+    hook2 = model.decoder.layers[1].multihead_attn.k_proj.register_forward_hook(lambda *a: calls.append(1))
+    try:
+        full = _decode_fixed(model, src, L, use_cache=False)
+        n_full, queries[:], n_k_full, calls[:] = sum(queries), [], len(calls), []
+        cached = _decode_fixed(model, src, L, use_cache=True)
+        n_cached, n_k_cached = sum(queries), len(calls)
+    finally:
+        hook.remove()
+        hook2.remove()
+    assert torch.equal(full, cached)
+    assert n_full == L * (L + 1) // 2 and n_cached == L
+    assert n_k_full == L and n_k_cached == 1  # cross-attention keys projected once with the cache
+
+
+def test_greedy_decode_equals_a_hand_written_loop_and_beam_of_one(model, src):
+    greedy = greedy_decode(model, src, 10, BOS, EOS)
+    loop = _decode_fixed(model, src, greedy.shape[1] - 1, use_cache=False)
+    for g, l in zip(greedy.tolist(), loop.tolist()):
+        upto = g.index(EOS) + 1 if EOS in g else len(g)
+        assert g[:upto] == l[:upto]
+    beam1 = beam_search(model, src, beam_size=1, max_len=10, bos_id=BOS, eos_id=EOS)
+    assert torch.equal(beam1, greedy)
+
+
+def test_beam_search_ranks_by_length_normalised_log_probability(model, src):
+    # The returned hypothesis is the finished one with the best log P / lp among those in the trace.
+    out, trace = beam_search(model, src[:1], beam_size=4, max_len=12, bos_id=BOS, eos_id=EOS, length_penalty=0.6,
+                             return_trace=True)
+    finished = []
+    for t in range(len(trace.tokens)):
+        for k in range(4):
+            if int(trace.tokens[t][0, k]) == EOS and not bool(trace.finished[t][0, k]):
+                finished.append((float(trace.log_probs[t][0, k]) / length_penalty_gnmt(t + 1, 0.6), t + 1))
+    if finished:
+        best_len = max(finished)[1]
+        assert (out[0] != PAD).sum().item() == best_len + 1  # <bos> + tokens incl. <eos>
+    logp = sequence_log_prob(model, src[:1], out, EOS)
+    last = trace.path(0)
+    t_end = max(t for t, _, tok in last if tok != PAD)
+    assert math.isclose(float(logp), float(trace.log_probs[t_end][0, trace.best[0]]), rel_tol=1e-4, abs_tol=1e-4)
+
+
+def test_length_penalty_formula():
+    assert length_penalty_gnmt(1, 0.6) == 1.0
+    assert length_penalty_gnmt(10, 0.0) == 1.0
+    assert math.isclose(length_penalty_gnmt(7, 0.6), ((5 + 7) / 6) ** 0.6)
+    assert length_penalty_gnmt(10, 1.0) > length_penalty_gnmt(5, 1.0) > 1
+
+
+def test_sampling_limits_are_greedy_and_frequencies_follow_the_softmax(model, src):
+    greedy = greedy_decode(model, src, 8, BOS, EOS)
+    for kw in (dict(top_k=1), dict(temperature=1e-4)):
+        s = sample(model, src, 8, BOS, EOS, generator=torch.Generator().manual_seed(1), **kw)
+        assert torch.equal(s, greedy)
+    n = 3000
+    draws = sample(model, src[:1].repeat(n, 1), 1, BOS, EOS, temperature=1.5, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        p = torch.softmax(model(src[:1], torch.tensor([[BOS]]))[0, -1] / 1.5, -1)
+    freq = torch.bincount(draws[:, 1], minlength=V).float() / n
+    assert (freq - p).abs().max() < 0.04
+    top3 = sample(model, src[:1].repeat(500, 1), 1, BOS, EOS, top_k=3, generator=torch.Generator().manual_seed(0))
+    assert set(top3[:, 1].tolist()) <= set(p.topk(3).indices.tolist())
+
+
+_CACHED = (cache_dir() / f"tiny_translator-{RECIPE.key()}.pt").exists()
+
+
+@pytest.mark.skipif(not _CACHED, reason="the trained translator is not cached (the book build trains it)")
+def test_trained_translator_beam_beats_greedy_and_exposure_bias():
+    model, data, report = tiny_translator(progress=False)
+    # the chapter's showcase: beam search finds a more probable and better translation
+    src = data.encode_source(["i learned chinese", "cat"])
+    g = greedy_decode(model, src, 20, BOS, EOS)
+    b = beam_search(model, src, 4, 20, BOS, EOS)
+    assert (sequence_log_prob(model, src, b, EOS) > sequence_log_prob(model, src, g, EOS)).all()
+    gw, bw = (data.tgt_vocab.decode(r.tolist()).split() for r in (g[0], b[0]))
+    assert "学" in bw and "了" in bw and "中文" in bw and "学" not in gw
+    cat = data.tgt_vocab.decode(g[1].tolist()).split()
+    assert len(cat) == 20 and set(cat) == {"猫"}  # greedy decoding loops on the fragment
+    # exposure bias: one wrong word in the true prefix lowers the accuracy after it
+    tgt_in, labels = data.test_tgt[:200, :-1].clone(), data.test_tgt[:200, 1:]
+    corrupted = tgt_in.clone()
+    corrupted[:, 1] = 4 + (tgt_in[:, 1] - 3) % (len(data.tgt_vocab) - 4)  # a different real word
+    with torch.no_grad():
+        clean = model(data.test_src[:200], tgt_in).argmax(-1)
+        bad = model(data.test_src[:200], corrupted).argmax(-1)
+    after = (torch.arange(labels.shape[1])[None] >= 1) & (labels != PAD)
+    assert (bad == labels)[after].float().mean() < (clean == labels)[after].float().mean()
