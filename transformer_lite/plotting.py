@@ -47,6 +47,10 @@ def use_book_style() -> None:
     cjk = _cjk_font()
     if cjk is not None:  # Chinese tokens (the translator's target language) in labels
         mpl.rcParams["font.family"] = ["DejaVu Sans", cjk]
+        # The CJK font has one weight; bold labels fall back to it, which matplotlib would log every time.
+        import logging
+
+        logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
 
 
 def _cjk_font() -> str | None:
