@@ -1,0 +1,111 @@
+"""Chapter 13 (capstone: a tiny translator): the chapter's claims, checked through the package.
+
+Claims about the data run always; claims about the trained translator run when it is in the
+cache (the book build trains it once; these tests never train it).
+"""
+import collections
+
+import pytest
+import torch
+
+from transformer_lite.data import BOS, EOS, PAD, UNK, all_translation_pairs, translation_task
+from transformer_lite.decoding import beam_search, exact_match, greedy_decode
+from transformer_lite.pretrained import RECIPE, cache_dir, tiny_translator
+
+
+@pytest.fixture(scope="module")
+def data():
+    return translation_task(RECIPE.n_train, RECIPE.n_test, seed=RECIPE.data_seed)
+
+
+def test_held_out_sentences_are_never_seen_in_training(data):
+    assert not {en for en, _ in data.train_pairs} & {en for en, _ in data.test_pairs}
+    assert len(data.test_pairs) == RECIPE.n_test and len(data.train_pairs) == RECIPE.n_train
+
+
+def test_the_chapters_example_and_its_reordering():
+    pairs = dict(all_translation_pairs())
+    assert pairs["she eats rice at school today"] == "她 今天 在 学校 吃 饭"
+    links = [(0, 0), (5, 1), (3, 2), (4, 3), (1, 4), (2, 5)]  # the chapter's hand alignment
+    en, zh = "she eats rice at school today".split(), pairs["she eats rice at school today"].split()
+    gloss = {"she": "她", "today": "今天", "at": "在", "school": "学校", "eats": "吃", "rice": "饭"}
+    assert all(gloss[en[i]] == zh[j] for i, j in links)
+    assert sum((i - a) * (j - b) < 0 for (i, j) in links for (a, b) in links) // 2 > 0  # lines cross
+
+
+def test_time_words_move_to_the_front_and_places_before_the_verb(data):
+    for en, zh in data.train_pairs:
+        words_en, words_zh = en.split(), zh.split()
+        if words_en[-1] == "today" and "?" not in words_en:
+            assert words_zh[1] == "今天" or words_zh[1:3] == ["今天"], (en, zh)  # right after a one-word subject
+        if " at school" in en:
+            assert words_zh.index("在") < len(words_zh) - 2  # the place phrase comes before verb + object
+
+
+def test_watch_and_write_only_ever_come_with_one_object_in_training(data):
+    # the co-occurrence the error analysis blames for "she watches football" -> 她 看 电视
+    objects = collections.defaultdict(set)
+    for en, _ in data.train_pairs:
+        w = en.split()
+        for i, v in enumerate(w[:-1]):
+            if v.startswith("watch"):
+                objects["watch"].add(w[i + 1])
+            if v.startswith("writ") or v == "wrote":
+                objects["write"].add(w[i + 1])
+    assert objects["watch"] == {"tv"} and objects["write"] == {"letters"}
+
+
+def test_unknown_words_become_unk(data):
+    assert data.src_vocab.encode("she has six cats") == [data.src_vocab.stoi["she"], data.src_vocab.stoi["has"],
+                                                          UNK, data.src_vocab.stoi["cats"]]
+
+
+_CACHED = (cache_dir() / f"tiny_translator-{RECIPE.key()}.pt").exists()
+
+
+@pytest.fixture(scope="module")
+def trained():
+    if not _CACHED:
+        pytest.skip("the trained translator is not cached (the book build trains it)")
+    return tiny_translator(progress=False)
+
+
+def test_report_accuracy_is_reproduced_and_meets_the_aim(trained):
+    model, data, report = trained
+    assert report["test_accuracy"] >= 0.97
+    n = 200
+    acc = exact_match(model, data.test_src[:n], data.test_tgt[:n], BOS, EOS)
+    assert acc >= 0.95
+    assert abs(exact_match(model, data.test_src[:n], data.test_tgt[:n], BOS, EOS, beam_size=4) - acc) <= 0.02
+
+
+def test_last_layer_cross_attention_aligns_words(trained):
+    model, data, _ = trained
+    dictionary = {"学校": {"school"}, "公园": {"park"}, "今天": {"today"}, "猫": {"cat", "cats"},
+                  "狗": {"dog", "dogs"}, "饭": {"rice"}, "茶": {"tea"}}
+    n = 150
+    maps = model.attention_maps(data.test_src[:n], data.test_tgt[:n, :-1])
+    cross = maps.cross[-1].mean(1)
+    hits = total = 0
+    for k, (en, zh) in enumerate(data.test_pairs[:n]):
+        for t, w in enumerate(zh.split()):
+            if w in dictionary:
+                total += 1
+                hits += en.split()[int(cross[k, t, : len(en.split())].argmax())] in dictionary[w]
+    assert total > 20 and hits / total > 0.8
+    rows = data.test_tgt[:n, :-1] != PAD
+    peaks = [c.mean(1).amax(-1)[rows].mean() for c in maps.cross]
+    assert peaks[-1] > peaks[0]
+
+
+def test_error_analysis_patterns(trained):
+    model, data, _ = trained
+    sentences = ["she watches football", "i have", "i have a cat and a dog", "she has six cats"]
+    out = greedy_decode(model, data.encode_source(sentences), 20, BOS, EOS)
+    words = [data.tgt_vocab.decode(r.tolist()).split() for r in out]
+    assert "电视" in words[0] and "足球" not in words[0]  # co-occurrence, not meaning
+    assert len(words[1]) > 2  # the fragment is completed
+    assert len(words[2]) < len("我 有 一 只 猫 和 一 只 狗".split())  # part of the input is dropped
+    assert all("<unk>" not in w for w in words)
+    beam = beam_search(model, data.encode_source(["i learned chinese"]), 4, 20, BOS, EOS)
+    assert "学" in data.tgt_vocab.decode(beam[0].tolist()).split()
