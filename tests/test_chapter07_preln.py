@@ -1,0 +1,129 @@
+"""Chapter 7's claims: Post-LN vs Pre-LN formulas (= PyTorch's norm_first), gradients at
+initialization (Post-LN grows towards the top of the decoder, more with depth; Pre-LN flat), a deep
+Post-LN stack at a high learning rate without warm-up collapses to an input-independent guess while
+Pre-LN does not, Adam's first step is lr * sign(grad), and a Pre-LN stack needs a final LayerNorm."""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+import transformer_lite as tl
+from transformer_lite.data import reverse_task
+from transformer_lite.training import label_smoothed_cross_entropy, paper_adam, teacher_forcing
+
+V = 16
+
+
+def test_post_ln_and_pre_ln_formulas_match_pytorch_norm_first():
+    x = torch.randn(2, 5, 16)
+    for norm_first in (False, True):
+        layer = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=norm_first).eval()
+        sa = lambda h: layer.self_attn(h, h, h)[0]  # noqa: E731
+        if norm_first:
+            h = x + sa(layer.norm1(x))
+            expected = h + layer.ff(layer.norm2(h))
+        else:
+            h = layer.norm1(x + sa(x))
+            expected = layer.norm2(h + layer.ff(h))
+        assert_close(layer(x), expected)
+        ref = nn.TransformerEncoderLayer(16, 4, 64, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+        assert_close(tl.from_torch(ref)(x), ref(x))
+
+
+def decoder_ffn_grads(num_layers, norm_first):
+    torch.manual_seed(0)
+    model = tl.Transformer(V, V, d_model=32, nhead=4, num_encoder_layers=num_layers, num_decoder_layers=num_layers,
+                           dim_feedforward=128, dropout=0.0, norm_first=norm_first)
+    src, tgt = reverse_task(64, 8, V, seed=0)
+    dec_in, labels = teacher_forcing(tgt)
+    label_smoothed_cross_entropy(model(src, dec_in), labels).backward()
+    return [layer.ff.linear2.weight.grad.norm().item() for layer in model.decoder.layers]
+
+
+def test_post_ln_gradients_grow_towards_the_top_and_with_depth_pre_ln_flat():
+    post3, post12 = decoder_ffn_grads(3, False), decoder_ffn_grads(12, False)
+    pre12 = decoder_ffn_grads(12, True)
+    assert post12[-1] / post12[0] > 10 > post3[-1] / post3[0]
+    assert max(pre12) / min(pre12) < 3
+    assert post12[-1] > pre12[-1]
+
+
+class Tagger(nn.Module):
+    def __init__(self, num_layers, norm_first, d_model=32):
+        super().__init__()
+        self.embed, self.pos = tl.TokenEmbedding(V, d_model), tl.PositionalEncoding(d_model, max_len=8)
+        layer = tl.EncoderLayer(d_model, 4, 4 * d_model, dropout=0.0, norm_first=norm_first)
+        self.encoder = tl.Encoder(layer, num_layers, norm=tl.LayerNorm(d_model) if norm_first else None)
+        self.out = nn.Linear(d_model, V)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+
+    def forward(self, src):
+        return self.out(self.encoder(self.pos(self.embed(src))))
+
+
+def train(norm_first, steps=60, lr=1e-2):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: one thread is fastest (and on a busy machine, by far)
+    try:
+        return _train(norm_first, steps, lr)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(norm_first, steps, lr):
+    src, tgt = reverse_task(4000, 8, V, seed=1)
+    labels = tgt[:, 1:-1]
+    torch.manual_seed(0)
+    model = Tagger(6, norm_first)
+    opt = paper_adam(model.parameters(), lr=lr)
+    g = torch.Generator().manual_seed(0)
+    losses = []
+    for _ in range(steps):
+        idx = torch.randint(0, 4000, (32,), generator=g)
+        loss = F.cross_entropy(model(src[idx]).reshape(-1, V), labels[idx].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return model, losses, src
+
+
+def test_deep_post_ln_without_warmup_collapses_pre_ln_does_not():
+    post, post_losses, src = train(norm_first=False)
+    _, pre_losses, _ = train(norm_first=True)
+    uniform = math.log(12)
+    assert abs(sum(post_losses[-10:]) / 10 - uniform) < 0.1
+    assert sum(pre_losses[-10:]) / 10 < uniform - 0.3
+    with torch.no_grad():
+        p = torch.softmax(post.eval()(src[:2]), dim=-1)
+    assert (p[0] - p[1]).abs().max() < 0.01  # the same prediction for two different inputs
+
+
+def test_adam_first_step_is_lr_times_sign_of_gradient():
+    torch.manual_seed(0)
+    w = nn.Parameter(torch.randn(50))
+    before = w.detach().clone()
+    opt = paper_adam([w], lr=1e-2)
+    (w * torch.randn(50) * torch.logspace(-3, 3, 50)).sum().backward()  # gradients of wildly different size
+    opt.step()
+    assert_close(w.detach() - before, -1e-2 * w.grad.sign(), rtol=1e-3, atol=1e-7)
+
+
+def test_pre_ln_highway_grows_and_final_norm_is_added_when_norm_first():
+    torch.manual_seed(0)
+    stack = tl.Encoder(tl.EncoderLayer(32, 4, 128, dropout=0.0, norm_first=True), 24)
+    for p in stack.parameters():
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+    x = torch.randn(16, 8, 32)
+    with torch.no_grad():
+        y = stack(x)
+    assert y.pow(2).mean().sqrt() > 4 * x.pow(2).mean().sqrt()
+    for norm_first in (False, True):
+        m = tl.Transformer(V, V, d_model=32, nhead=4, num_encoder_layers=1, num_decoder_layers=1,
+                           dim_feedforward=64, norm_first=norm_first)
+        assert (m.encoder.norm is not None) == norm_first and (m.decoder.norm is not None) == norm_first
