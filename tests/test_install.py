@@ -1,0 +1,19 @@
+"""The toolchain as `make` installs it: bertviz works without the ~200 MB it declares but never uses."""
+import importlib.util
+
+import torch
+
+
+def test_bertviz_imports_without_its_declared_heavy_dependencies():
+    for unused in ("transformers", "boto3", "sentencepiece"):
+        assert importlib.util.find_spec(unused) is None, f"{unused} should not be installed"
+    from bertviz import head_view, model_view  # noqa: F401  (needs only torch and IPython)
+    from bertviz.util import format_attention
+
+    layers = [torch.softmax(torch.randn(1, 2, 3, 3), dim=-1) for _ in range(2)]
+    assert format_attention(layers).shape == (2, 2, 3, 3)  # (layers, heads, query, key)
+
+
+def test_torch_is_the_pinned_cpu_build():
+    assert torch.__version__.startswith("2.13.0")
+    assert not torch.version.cuda  # the CPU build: no CUDA packages were pulled in
