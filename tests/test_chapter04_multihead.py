@@ -4,6 +4,7 @@ import torch
 import torch.nn as nn
 
 import transformer_lite as tl
+from transformer_lite.runtime import num_threads
 from transformer_lite.pitfalls import merge_heads_without_transpose
 
 
@@ -113,17 +114,13 @@ def _neighbour_task(nhead, steps=300):
         x = torch.cat([c, torch.eye(T).expand(n, T, T)], -1)
         return x, torch.cat([c.roll(1, 1), c.roll(-1, 1)], -1)
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: one thread is several times faster (no contention)
-    try:
+    with num_threads(1):  # tiny matrices: one thread is several times faster (no contention)
         for _ in range(steps):
             x, y = batch(32)
             loss = ((layer(x, x, x, need_weights=False)[0] - y) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
-    finally:
-        torch.set_num_threads(threads)
     x, y = batch(256)
     with torch.no_grad():
         out, w = layer(x, x, x)

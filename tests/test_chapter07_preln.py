@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 import transformer_lite as tl
+from transformer_lite.runtime import num_threads
 from transformer_lite.data import reverse_task
 from transformer_lite.training import label_smoothed_cross_entropy, paper_adam, teacher_forcing
 
@@ -66,12 +67,8 @@ class Tagger(nn.Module):
 
 
 def train(norm_first, steps=60, lr=1e-2):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: one thread is fastest (and on a busy machine, by far)
-    try:
+    with num_threads(1):  # tiny matrices: one thread is fastest (and on a busy machine, by far)
         return _train(norm_first, steps, lr)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _train(norm_first, steps, lr):

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 import transformer_lite as tl
+from transformer_lite.runtime import num_threads
 from transformer_lite.data import BOS, EOS, PAD, Vocab, pad_batch, reverse_task
 from transformer_lite.training import (label_smoothed_cross_entropy, noam_lr, paper_adam, smoothed_targets,
                                        teacher_forcing, train, warmup_scheduler)
@@ -169,13 +170,9 @@ def test_a_short_run_learns_to_reverse():
                            dim_feedforward=64, dropout=0.0)
     opt = paper_adam(model.parameters())
     sched = warmup_scheduler(opt, d_model=32, warmup_steps=30)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with num_threads(1):
         hist = train(model, src, tgt, steps=150, batch_size=64, optimizer=opt, scheduler=sched, smoothing=0.1,
                      progress=False, seed=0)
-    finally:
-        torch.set_num_threads(threads)
     assert all(math.isclose(a, noam_lr(k, 32, 30)) for k, a in enumerate(hist.lr, start=1))
     assert sum(hist.loss[-10:]) / 10 < 0.6 * sum(hist.loss[:10]) / 10
     model.eval()

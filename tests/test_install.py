@@ -17,3 +17,22 @@ def test_bertviz_imports_without_its_declared_heavy_dependencies():
 def test_torch_is_the_pinned_cpu_build():
     assert torch.__version__.startswith("2.13.0")
     assert not torch.version.cuda  # the CPU build: no CUDA packages were pulled in
+
+
+def test_num_threads_sets_and_restores():
+    import pytest
+
+    from transformer_lite.runtime import num_threads
+
+    before = torch.get_num_threads()
+    with num_threads(1) as used:
+        assert used == 1 and torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), num_threads(1):
+        raise RuntimeError("restored even when the block fails")
+    assert torch.get_num_threads() == before
+    with num_threads(None) as used:
+        assert used == before
+    with pytest.raises(ValueError, match="n must be >= 1, got 0"):
+        with num_threads(0):
+            pass

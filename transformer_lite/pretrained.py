@@ -24,6 +24,7 @@ from ._checks import check_positive_int
 from .data import BOS, EOS, TranslationData, translation_task
 from .decoding import exact_match
 from .model import Transformer, count_parameters
+from .runtime import num_threads
 from .training import paper_adam, train, warmup_scheduler
 
 
@@ -118,11 +119,7 @@ def train_tiny_translator(seed: int | None = None, progress: bool = True, device
         model = _model(recipe, data).to(device)
     optimizer = paper_adam(model.parameters())
     scheduler = warmup_scheduler(optimizer, recipe.d_model, recipe.warmup_steps, factor=recipe.lr_factor)
-    old_threads = torch.get_num_threads()
-    try:
-        if threads is not None and device.type == "cpu":
-            torch.set_num_threads(threads)
-        used_threads = torch.get_num_threads()
+    with num_threads(threads if device.type == "cpu" else None) as used_threads:
         history = train(model, data.train_src, data.train_tgt, steps=recipe.steps, batch_size=recipe.batch_size,
                         optimizer=optimizer, scheduler=scheduler, smoothing=recipe.smoothing, progress=progress,
                         seed=recipe.seed, device=device)
@@ -130,8 +127,6 @@ def train_tiny_translator(seed: int | None = None, progress: bool = True, device
         n = recipe.n_test
         test_accuracy = exact_match(model, data.test_src, data.test_tgt, BOS, EOS)
         train_accuracy = exact_match(model, data.train_src[:n], data.train_tgt[:n], BOS, EOS)
-    finally:
-        torch.set_num_threads(old_threads)
     report = dict(
         train_seconds=round(history.seconds, 2),
         test_accuracy=test_accuracy,
