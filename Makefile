@@ -2,6 +2,7 @@
 #   make book   build the site into _build/html (executes every notebook)
 #   make test   run every test: the package, the notebooks' claims, the built site in Chromium
 #   make bench  run the benchmarks, write benchmarks/results.json
+#   make translator  train the book's translator (RECIPE) and write the weights the package ships
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV   := .venv
@@ -9,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install book test test-package bench clean
+.PHONY: install book test test-package bench translator clean
 
 install: $(STAMP) node_modules/.installed
 
@@ -37,6 +38,9 @@ test-package: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+
+translator: $(STAMP)
+	$(PY) -m transformer_lite.pretrained
 
 clean:
 	rm -rf _build

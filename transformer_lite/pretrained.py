@@ -1,20 +1,27 @@
-"""The book's tiny English -> Chinese translator, trained once and cached on disk.
+"""The book's tiny English -> Chinese translator: trained once, shipped with the package.
 
-Several chapters look inside a *trained* model (heads in chapter 4, the encoder in 9,
-the decoder in 10, the capstone in 13). :func:`tiny_translator` trains it with one fixed
-recipe (:data:`RECIPE`) in about a minute on a CPU, saves it, and afterwards loads it in
-a fraction of a second. The file name holds a hash of the recipe and the torch version,
-so changing either retrains instead of loading a stale model.
+Several chapters look inside a *trained* model (heads in chapter 4, the encoder in 9, the
+decoder in 10, inference in 12, the capstone in 13), and they assert what that model does
+with particular sentences. Training is reproducible on one machine only: another CPU rounds
+differently, and 500 steps later it is another model. So the model is trained once, by
+``make translator`` (``python -m transformer_lite.pretrained``), with one fixed recipe
+(:data:`RECIPE`), and its weights ship inside the package (``transformer_lite/assets/``):
+every reader, every build and every Colab session loads the identical model.
 
-Cache directory: ``$TRANSFORMER_LITE_CACHE``, else ``~/.cache/transformer_lite``.
+* :func:`tiny_translator` loads the shipped model (no training).
+* :func:`train_tiny_translator` trains one from scratch, with any seed or recipe change.
+* ``tiny_translator(recipe=other)`` trains a model of another recipe once and caches it in
+  ``$TRANSFORMER_LITE_CACHE``, else ``~/.cache/transformer_lite``.
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
 import os
 import platform
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +71,11 @@ class Recipe:
 RECIPE = Recipe()  # the book's recipe
 
 
+ASSETS = Path(__file__).resolve().parent / "assets"
+SHIPPED_WEIGHTS = ASSETS / "tiny_translator.pt"  # state_dict + config (float32, ~0.7 MB)
+SHIPPED_REPORT = ASSETS / "tiny_translator.json"  # recipe, training report, sha256 of the weights
+
+
 def cache_dir() -> Path:
     """Where trained models are kept: ``$TRANSFORMER_LITE_CACHE`` or ``~/.cache/transformer_lite``."""
     return Path(os.environ.get("TRANSFORMER_LITE_CACHE") or Path.home() / ".cache" / "transformer_lite")
@@ -78,6 +90,17 @@ def _model(recipe: Recipe, data: TranslationData) -> Transformer:
                        num_encoder_layers=recipe.num_encoder_layers, num_decoder_layers=recipe.num_decoder_layers,
                        dim_feedforward=recipe.dim_feedforward, dropout=recipe.dropout,
                        norm_first=recipe.norm_first, max_len=64)
+
+
+def _processor() -> str:
+    """The CPU's model name where the system says it (Linux), else what platform knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def train_tiny_translator(seed: int | None = None, progress: bool = True, device=None, recipe: Recipe | None = None,
@@ -138,31 +161,73 @@ def train_tiny_translator(seed: int | None = None, progress: bool = True, device
         torch=torch.__version__,
         threads=used_threads,
         machine=platform.machine(),
+        processor=_processor(),
+        python=platform.python_version(),
         recipe=dataclasses.asdict(recipe),
         loss_curve=[round(x, 4) for x in history.loss],
     )
     return model, data, report
 
 
-def tiny_translator(force_retrain: bool = False, progress: bool = True, recipe: Recipe | None = None):
-    """The book's trained translator: ``(model, data, report)``, trained once, then loaded from the cache.
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
-    The model is on the CPU, in eval mode. ``report`` is the one written when it was trained
-    (see :func:`train_tiny_translator`), plus ``cache_file`` and ``from_cache``.
-    ``force_retrain=True`` trains again and overwrites the cache file.
+
+def _load(path: Path) -> Transformer:
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    model = Transformer(**saved["config"])
+    model.load_state_dict(saved["state_dict"])
+    return model.eval()
+
+
+def shipped_report() -> dict:
+    """The training report of the shipped translator (what ``make translator`` measured)."""
+    if not SHIPPED_REPORT.exists() or not SHIPPED_WEIGHTS.exists():
+        raise FileNotFoundError(f"the shipped translator is missing ({SHIPPED_WEIGHTS}); "
+                                "run `make translator` in the repository to create it")
+    return json.loads(SHIPPED_REPORT.read_text(encoding="utf-8"))
+
+
+def load_shipped_translator():
+    """The translator that ships with the package: ``(model, data, report)``, identical everywhere."""
+    report = shipped_report()
+    if report["recipe"] != dataclasses.asdict(RECIPE):
+        raise RuntimeError("the shipped translator was trained with another recipe than RECIPE; "
+                           "run `make translator` to train it again with the book's recipe")
+    if _sha256(SHIPPED_WEIGHTS) != report["weights_sha256"]:
+        raise RuntimeError(f"{SHIPPED_WEIGHTS.name} does not match the sha256 in {SHIPPED_REPORT.name}; "
+                           "run `make translator` to write both again")
+    model = _load(SHIPPED_WEIGHTS)
+    return model, _data(RECIPE), dict(report, source="shipped", from_cache=True, cache_file=str(SHIPPED_WEIGHTS))
+
+
+def tiny_translator(force_retrain: bool = False, progress: bool = True, recipe: Recipe | None = None):
+    """The book's trained translator: ``(model, data, report)``. No training unless you ask for it.
+
+    * With the book's recipe (the default) it is the model shipped with the package, made by
+      ``make translator``: the same weights on every machine. ``report`` is the report written
+      when it was trained (see :func:`train_tiny_translator`), plus ``source="shipped"``.
+    * ``force_retrain=True`` trains a fresh model here (about half a minute on a CPU) and returns it;
+      the shipped file is left alone. On another machine a fresh model is a slightly different model.
+    * Another ``recipe`` is trained once, then loaded from ``cache_dir()`` (``source="cache"``).
+
+    The model is on the CPU, in eval mode.
     """
     recipe = recipe if recipe is not None else RECIPE
     if not isinstance(recipe, Recipe):
         raise TypeError(f"recipe must be a Recipe, got {type(recipe).__name__}")
+    if recipe == RECIPE:
+        if not force_retrain:
+            return load_shipped_translator()
+        model, data, report = train_tiny_translator(progress=progress, recipe=recipe)
+        return model.cpu(), data, dict(report, source="trained", from_cache=False, cache_file=None)
+
     path = cache_dir() / f"tiny_translator-{recipe.key()}.pt"
     if path.exists() and not force_retrain:
         saved = torch.load(path, map_location="cpu", weights_only=True)
-        data = _data(recipe)
-        model = Transformer(**saved["config"])
-        model.load_state_dict(saved["state_dict"])
-        model.eval()
-        report = dict(json.loads(saved["report"]), cache_file=str(path), from_cache=True)
-        return model, data, report
+        model = _load(path)
+        report = dict(json.loads(saved["report"]), source="cache", cache_file=str(path), from_cache=True)
+        return model, _data(recipe), report
 
     model, data, report = train_tiny_translator(progress=progress, recipe=recipe)
     model = model.cpu()
@@ -170,4 +235,32 @@ def tiny_translator(force_retrain: bool = False, progress: bool = True, recipe: 
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     torch.save({"state_dict": model.state_dict(), "config": model.config, "report": json.dumps(report)}, tmp)
     os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
-    return model, data, dict(report, cache_file=str(path), from_cache=False)
+    return model, data, dict(report, source="trained", cache_file=str(path), from_cache=False)
+
+
+def write_shipped_translator(progress: bool = True) -> dict:
+    """Train the book's translator with :data:`RECIPE` and write the files the package ships.
+
+    This is what ``make translator`` runs. It writes ``assets/tiny_translator.pt`` (weights and
+    config, float32) and ``assets/tiny_translator.json`` (recipe, training report, sha256 of the
+    weights). Returns the report.
+    """
+    model, _, report = train_tiny_translator(progress=progress, recipe=RECIPE)
+    model = model.cpu().float()
+    ASSETS.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()  # not a file: torch.save would write the temporary file's name into the archive
+    torch.save({"state_dict": model.state_dict(), "config": model.config}, buffer)
+    tmp = SHIPPED_WEIGHTS.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_bytes(buffer.getvalue())
+    os.replace(tmp, SHIPPED_WEIGHTS)
+    report = dict(report, weights_sha256=_sha256(SHIPPED_WEIGHTS),
+                  weights_bytes=SHIPPED_WEIGHTS.stat().st_size, command="make translator")
+    SHIPPED_REPORT.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return report
+
+
+if __name__ == "__main__":  # make translator
+    r = write_shipped_translator(progress=sys.stderr.isatty())
+    print(f"wrote {SHIPPED_WEIGHTS} ({r['weights_bytes'] / 1e6:.2f} MB) and {SHIPPED_REPORT.name}: "
+          f"held-out exact match {r['test_accuracy']:.3f}, {r['train_seconds']:.0f} s on {r['processor']}, "
+          f"torch {r['torch']}")

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Run chapters top to bottom in fresh kernels, the way a reader's Jupyter does, and report.
+
+    python tools/run_notebooks.py notebooks/04_multi_head_attention.ipynb [...]
+        [--cwd DIR]            kernel's working folder (default: a new empty temporary folder per notebook)
+        [--env NAME=VALUE]...  extra environment for the kernels (e.g. TRANSFORMER_LITE_SEED=2)
+        [--timeout S]          seconds per cell (default 300)
+        [--json FILE]          write the results as JSON
+
+Each notebook runs in a new kernel of the Python that runs this script (``sys.executable``),
+with its working folder empty unless ``--cwd`` is given: a chapter must not read anything from
+the repository checkout. Controls are live (``TRANSFORMER_LITE_STATIC`` is removed from the
+environment), as in Jupyter or Colab. Exit status 1 if any notebook raised.
+
+The tests use :func:`run_notebook` directly (the portability and installed-package tests).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def run_notebook(path, cwd=None, env: dict | None = None, timeout: int = 300) -> dict:
+    """Execute one notebook; return ``{"notebook", "seconds", "ok", "error"}`` (error: cell, name, value)."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    workdir = Path(cwd) if cwd is not None else Path(tempfile.mkdtemp(prefix="tl-run-"))
+    kernel_env = dict(os.environ)
+    kernel_env.pop("TRANSFORMER_LITE_STATIC", None)
+    kernel_env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    kernel_env.update(env or {})
+    client = NotebookClient(nb, timeout=timeout, kernel_name=_this_python_kernel(), allow_errors=False,
+                            resources={"metadata": {"path": str(workdir)}})
+    t0 = time.perf_counter()
+    error = None
+    try:
+        client.execute(cwd=str(workdir), env=kernel_env)
+    except CellExecutionError as e:
+        error = _first_error(nb) or {"cell": None, "name": type(e).__name__, "value": str(e)[:2000]}
+    except Exception as e:  # a dead kernel, a timeout
+        error = {"cell": None, "name": type(e).__name__, "value": str(e)[:2000]}
+    seconds = time.perf_counter() - t0
+    return {"notebook": path.name, "seconds": round(seconds, 2), "ok": error is None, "error": error,
+            "outputs": nb}
+
+
+def _this_python_kernel() -> str:
+    """A kernelspec for the interpreter running this script, whatever else the machine has registered."""
+    root = Path(tempfile.gettempdir()) / f"tl-kernels-{os.getpid()}"
+    spec = root / "kernels" / "tl-this-python"
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python (this interpreter)", "language": "python"}))
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(root), os.environ.get("JUPYTER_PATH")]))
+    return "tl-this-python"
+
+
+def _first_error(nb) -> dict | None:
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                return {"cell": i, "name": out.get("ename"), "value": str(out.get("evalue"))[:2000],
+                        "source": cell.source[:1500]}
+    return None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("notebooks", nargs="+")
+    ap.add_argument("--cwd")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    env = {}
+    for item in args.env:
+        name, sep, value = item.partition("=")
+        if not sep:
+            ap.error(f"--env takes NAME=VALUE, got {item!r}")
+        env[name] = value
+    results = []
+    for nb in args.notebooks:
+        r = run_notebook(nb, cwd=args.cwd, env=env, timeout=args.timeout)
+        r.pop("outputs")
+        results.append(r)
+        status = "ok" if r["ok"] else f"FAILED in cell {r['error']['cell']}: {r['error']['name']}: {r['error']['value'][:300]}"
+        print(f"{r['notebook']:<40} {r['seconds']:7.1f} s  {status}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
