@@ -10,6 +10,7 @@ every reader, every build and every Colab session loads the identical model.
 
 * :func:`tiny_translator` loads the shipped model (no training).
 * :func:`train_tiny_translator` trains one from scratch, with any seed or recipe change.
+* :func:`benchmark_results` reads the numbers ``make bench`` measured, which ship alongside.
 * ``tiny_translator(recipe=other)`` trains a model of another recipe once and caches it in
   ``$TRANSFORMER_LITE_CACHE``, else ``~/.cache/transformer_lite``.
 """
@@ -74,6 +75,7 @@ RECIPE = Recipe()  # the book's recipe
 ASSETS = Path(__file__).resolve().parent / "assets"
 SHIPPED_WEIGHTS = ASSETS / "tiny_translator.pt"  # state_dict + config (float32, ~0.7 MB)
 SHIPPED_REPORT = ASSETS / "tiny_translator.json"  # recipe, training report, sha256 of the weights
+SHIPPED_BENCHMARKS = ASSETS / "benchmarks.json"  # what `make bench` (benchmarks/run.py) measured
 
 
 def cache_dir() -> Path:
@@ -104,11 +106,12 @@ def _processor() -> str:
 
 
 def train_tiny_translator(seed: int | None = None, progress: bool = True, device=None, recipe: Recipe | None = None,
-                          threads: int | None = 1, **overrides):
+                          threads: int | None = 1, eval_fn=None, eval_every: int | None = None, **overrides):
     """Train the translator from scratch with the book's recipe; returns ``(model, data, report)``.
 
     ``seed`` overrides ``recipe.seed``; any other :class:`Recipe` field can be overridden by
-    keyword (``steps=300``). The model comes back in eval mode.
+    keyword (``steps=300``). The model comes back in eval mode. ``eval_fn(model)`` is called every
+    ``eval_every`` steps (see :func:`transformer_lite.training.train`), e.g. to print sample translations.
 
     ``threads=1`` trains on one CPU thread (restored afterwards): the matrices are so small
     that a second thread mostly waits for the first -- on a busy machine it is many times
@@ -145,7 +148,7 @@ def train_tiny_translator(seed: int | None = None, progress: bool = True, device
     with num_threads(threads if device.type == "cpu" else None) as used_threads:
         history = train(model, data.train_src, data.train_tgt, steps=recipe.steps, batch_size=recipe.batch_size,
                         optimizer=optimizer, scheduler=scheduler, smoothing=recipe.smoothing, progress=progress,
-                        seed=recipe.seed, device=device)
+                        seed=recipe.seed, device=device, eval_fn=eval_fn, eval_every=eval_every)
         model.eval()
         n = recipe.n_test
         test_accuracy = exact_match(model, data.test_src, data.test_tgt, BOS, EOS)
@@ -186,6 +189,18 @@ def shipped_report() -> dict:
         raise FileNotFoundError(f"the shipped translator is missing ({SHIPPED_WEIGHTS}); "
                                 "run `make translator` in the repository to create it")
     return json.loads(SHIPPED_REPORT.read_text(encoding="utf-8"))
+
+
+def benchmark_results() -> dict | None:
+    """The results of ``make bench`` that ship with the package, or ``None`` if this copy has none.
+
+    ``benchmarks/run.py`` writes them to ``assets/benchmarks.json``: ratios of our model's time to
+    PyTorch's, the key/value cache's speed-up, attention's time and memory against the sequence
+    length, and the machine they were measured on (``["machine"]``).
+    """
+    if not SHIPPED_BENCHMARKS.exists():
+        return None
+    return json.loads(SHIPPED_BENCHMARKS.read_text(encoding="utf-8"))
 
 
 def load_shipped_translator():
