@@ -1,0 +1,435 @@
+"""The chapters in JupyterLab, as a reader runs them: live ipywidgets controls, bertviz views, typing.
+
+Starts ``.venv``'s JupyterLab on 127.0.0.1 (free port, token, temporary config/data/runtime dirs,
+HOME and cache; live controls: no ``TRANSFORMER_LITE_STATIC``), on a temporary COPY of
+``notebooks/`` so that no checkpoints or outputs land in the repository, and drives Debian's
+Chromium through Playwright (no browser download). One server for every chapter here:
+
+* chapter 2 (an ``explore`` slider and drop-down): Run All Cells, every code cell gets an execution
+  count and none writes an error (checked on the page and in the notebook saved by File > Save),
+  moving the slider and picking another drop-down value redraw the figure below them;
+* chapter 13 (the translator): Run All Cells, no error, the bertviz views draw their SVG, the
+  ``explore`` controls redraw, and typing a sentence into the ``live_text`` box translates it.
+
+The browser console must stay free of errors and the server's log free of ERROR lines.
+Nothing may leave the machine: JupyterLab's news, update check and PyPI extension listing are
+switched off by flags, and every browser request that is not to the local server fails the test,
+except bertviz's require.js/d3/jquery from cdnjs (what Jupyter loads for a reader who is online),
+which are answered from the copies in node_modules/ that the book's site serves too.
+Skipped when Chromium, Playwright, JupyterLab or node_modules is missing, except under CI=true.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = ROOT / ".venv" / "bin"
+NODE = ROOT / "node_modules"
+SHOTS = ROOT / "_build" / "screenshots-jupyterlab"  # test_site.py empties _build/screenshots
+NB = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"  # the chapter in the current tab
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+IN_CI = os.environ.get("CI", "").lower() == "true"
+RUN_TIMEOUT = 150  # s for Run All Cells of one chapter (each chapter runs in <= 30 s on 2 cores)
+
+# bertviz's require.config (transformer_lite.viz, in Jupyter) -> the same libraries from node_modules
+CDN = {
+    re.compile(r"/ajax/libs/require\.js/[\d.]+/require(\.min)?\.js$"): NODE / "requirejs" / "require.js",
+    re.compile(r"/ajax/libs/d3/[\d.]+/d3(\.min)?\.js$"): NODE / "d3" / "dist" / "d3.min.js",
+    re.compile(r"/ajax/libs/jquery/[\d.]+/jquery(\.min)?\.js$"): NODE / "jquery" / "dist" / "jquery.min.js",
+}
+
+
+def _need(condition: bool, why: str):
+    if not condition:
+        if IN_CI:
+            pytest.fail(f"{why} (CI=true: the JupyterLab test must run)")
+        pytest.skip(why)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (the kernels run in sessions of their own, so a group kill misses them)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _kill(pids: list[int], sig: int):
+    for p in pids:
+        try:
+            os.kill(p, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _quietly(f):
+    try:
+        f()
+    except OSError:  # the server is gone: the fixture's teardown reports nothing more useful
+        pass
+
+
+class Lab:
+    def __init__(self, base: str, token: str, root: Path, log: Path):
+        self.base, self.token, self.root, self.log = base, token, root, log
+
+    def api(self, path: str, method: str = "GET"):
+        req = urllib.request.Request(f"{self.base}{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def log_size(self) -> int:
+        return self.log.stat().st_size
+
+    def log_problems(self, since: int = 0) -> list[str]:
+        """The server's ERROR lines and tracebacks since byte ``since`` of its log."""
+        with open(self.log, "rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+        return [line for line in text.splitlines() if line.startswith("[E ") or line.startswith("Traceback")]
+
+    def log_tail(self, n: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-n:]
+
+    def shutdown_kernels(self):
+        for k in self.api("api/kernels"):
+            self.api(f"api/kernels/{k['id']}", method="DELETE")
+
+
+@pytest.fixture(scope="module")
+def lab():
+    _need((VENV_BIN / "jupyter-lab").exists(), "JupyterLab is not installed in .venv (make install)")
+    _need((NODE / "d3").is_dir() and (NODE / "requirejs").is_dir() and (NODE / "jquery").is_dir(),
+          "node_modules is missing (make install runs npm ci)")
+    tmp = Path(tempfile.mkdtemp(prefix="tl-jupyterlab-"))
+    root = tmp / "notebooks"
+    shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "_build"))
+    dirs = {name: tmp / name for name in ("config", "data", "runtime", "home", "cache")}
+    for d in dirs.values():
+        d.mkdir()
+    # user settings: never fetch news (and so no "fetch news?" prompt over the page)
+    settings = dirs["config"] / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    # a reader's environment: live controls (no TRANSFORMER_LITE_STATIC), Jupyter's own inline figures
+    drop = {"TRANSFORMER_LITE_STATIC", "MPLBACKEND", "MPLCONFIGDIR", "IPYTHONDIR"}
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("JUPYTER")}
+    env.update(JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
+               JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), HOME=str(dirs["home"]),
+               TRANSFORMER_LITE_CACHE=str(dirs["cache"]), JUPYTER_PLATFORM_DIRS="1")
+    port, token = _free_port(), os.urandom(16).hex()
+    cmd = [str(VENV_BIN / "jupyter-lab"), "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
+           "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+           # nothing reaches the internet at start-up: no news feed, no update check, no PyPI listing
+           "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+           "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False"]
+    log = tmp / "jupyterlab.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp,
+                                start_new_session=True)
+    server = Lab(f"http://127.0.0.1:{port}/", token, root, log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"JupyterLab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                server.api("api/status")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not answer within 60 s:\n{log.read_text()[-3000:]}")
+                time.sleep(0.3)
+        yield server
+    finally:
+        kids = _descendants(proc.pid)
+        if proc.poll() is None:
+            _quietly(server.shutdown_kernels)
+        proc.send_signal(signal.SIGTERM)  # one SIGTERM: the server shuts down its kernels and stops
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        _kill([p for p in kids if Path(f"/proc/{p}").exists()], signal.SIGKILL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _need(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need(False, "playwright is not installed")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+class Page:
+    """One chapter open in JupyterLab, with everything the browser reported."""
+
+    def __init__(self, browser, lab: Lab, notebook: str):
+        self.lab, self.notebook = lab, notebook
+        self.log_start = lab.log_size()
+        self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.console: list[str] = []
+        self.outside: list[str] = []
+        # only requests that do not go to the local server reach Python (a sync route handler runs
+        # only while Playwright waits, hence page.wait_for_timeout below instead of time.sleep)
+        self.context.route(re.compile("^(?!" + re.escape(lab.base) + ")"), self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: m.type == "error" and self.console.append(f"{m.text} @ {m.location}"))
+        self.page.on("pageerror", lambda e: self.console.append(f"uncaught: {e}"))
+        # a workspace of its own: JupyterLab would otherwise reopen the previous chapter's tab too
+        self.page.goto(f"{lab.base}lab/workspaces/{Path(notebook).stem}/tree/{notebook}?token={lab.token}")
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith("https://cdnjs.cloudflare.com/"):
+            for pattern, path in CDN.items():
+                if pattern.search(url.split("?")[0]):
+                    return route.fulfill(path=str(path), content_type="application/javascript")
+        self.outside.append(url)
+        return route.abort()
+
+    def close(self):
+        """Screenshot (as the test left the page) into _build/screenshots-jupyterlab/, then close the tab."""
+        try:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            self.page.screenshot(path=str(SHOTS / f"{Path(self.notebook).stem}.png"))
+        except Exception:  # noqa: BLE001 - a screenshot must not hide the test's own failure
+            pass
+        self.context.close()
+
+    # ------------------------------------------------------------ running
+    def run_all(self):
+        """Run > Run All Cells; wait until no cell is queued and the kernel is idle; every cell must have run."""
+        p = self.page
+        p.wait_for_selector(f"{NB} .jp-Cell", timeout=60_000)
+        self.wait_kernel_ready(90)
+        p.click(".lm-MenuBar-item:has-text('Run')")
+        p.click(".lm-Menu-item[data-command='runmenu:run-all']")
+        t0 = time.monotonic()
+        started, quiet = False, 0
+        while quiet < 3:  # 3 polls in a row (>= 1.5 s) with nothing queued and the kernel idle
+            prompts = self.prompts()
+            queued = any(s == "[*]:" for s in prompts)
+            started = started or queued or any(re.fullmatch(r"\[\d+\]:", s) for s in prompts)
+            quiet = quiet + 1 if started and not queued and self.kernel_status() == "idle" else 0
+            if not started and time.monotonic() - t0 > 30:
+                pytest.fail(f"{self.notebook}: Run All Cells did not start any cell within 30 s")
+            if time.monotonic() - t0 > RUN_TIMEOUT:
+                pytest.fail(f"{self.notebook}: Run All Cells did not finish within {RUN_TIMEOUT} s; "
+                            f"prompts {prompts}, kernel {self.kernel_status()!r}; errors {self.errors()}")
+            self.page.wait_for_timeout(500)
+        self.run_seconds = time.monotonic() - t0
+        errors = self.errors()
+        assert not errors, f"{self.notebook}: a cell wrote an error:\n" + "\n".join(errors)
+        missing = [i for i, s in enumerate(prompts) if not re.fullmatch(r"\[\d+\]:", s)]
+        assert not missing, (f"{self.notebook}: code cells {missing} (0-based, of {len(prompts)}) have no execution "
+                             f"count after Run All Cells: {[prompts[i] for i in missing]}")
+        self.check_saved()
+        print(f"{self.notebook}: Run All Cells took {self.run_seconds:.1f} s in JupyterLab")
+        return prompts
+
+    def check_saved(self):
+        """File > Save Notebook, then read the saved copy: every code cell ran, no error output, no traceback."""
+        path = self.lab.root / self.notebook
+        before = path.stat().st_mtime_ns
+        self.page.click(".lm-MenuBar-item:has-text('File')")
+        self.page.click(".lm-Menu-item[data-command='docmanager:save']")
+        deadline = time.monotonic() + 30
+        while path.stat().st_mtime_ns == before:
+            if time.monotonic() > deadline:
+                pytest.fail(f"{self.notebook}: File > Save Notebook did not write the notebook within 30 s")
+            self.page.wait_for_timeout(200)
+        self.page.wait_for_timeout(500)  # the write is one call, but let it finish
+        cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+        unrun = [i for i, c in enumerate(cells) if c.get("execution_count") is None]
+        assert not unrun, f"{self.notebook}: saved code cells {unrun} have no execution count"
+        bad = [(i, o.get("ename") or "".join(o.get("text", ""))[:300]) for i, c in enumerate(cells)
+               for o in c["outputs"] if o["output_type"] == "error"
+               or (o["output_type"] == "stream" and o["name"] == "stderr" and "Traceback" in "".join(o["text"]))]
+        assert not bad, f"{self.notebook}: saved error outputs (code cell, error): {bad}"
+
+    def prompts(self) -> list[str]:
+        return self.page.eval_on_selector_all(
+            f"{NB} .jp-CodeCell .jp-InputArea-prompt", "els => els.map(e => e.textContent.trim())")
+
+    def kernel_status(self) -> str:
+        return self.page.evaluate(
+            "() => { const e = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator');"
+            " return e ? (e.dataset.status || '') : ''; }")
+
+    def wait_kernel_ready(self, seconds: float):
+        """The notebook's kernel has started, the page is connected to it, and it is idle."""
+        deadline = time.monotonic() + seconds
+        while True:
+            sessions = [s for s in self.lab.api("api/sessions") if s["path"].endswith(self.notebook)]
+            kernel = sessions[0]["kernel"] if sessions else {}
+            if (kernel.get("execution_state") == "idle" and kernel.get("connections", 0) >= 1
+                    and self.kernel_status() == "idle"):
+                return
+            if time.monotonic() > deadline:
+                pytest.fail(f"{self.notebook}: kernel not ready after {seconds} s: {kernel}, "
+                            f"page says {self.kernel_status()!r}; server log:\n{self.lab.log_tail()}")
+            self.page.wait_for_timeout(300)
+
+    def errors(self) -> list[str]:
+        """Error outputs and tracebacks on stderr, anywhere in the notebook (widget outputs included)."""
+        return self.page.evaluate(r"""(nb) => {
+          const out = [];
+          document.querySelectorAll(nb + ' [data-mime-type="application/vnd.jupyter.error"]')
+            .forEach(e => out.push('error: ' + e.textContent.slice(0, 1500)));
+          document.querySelectorAll(nb + ' [data-mime-type="application/vnd.jupyter.stderr"]')
+            .forEach(e => { if (/Traceback|Error\b/.test(e.textContent)) out.push('stderr: ' + e.textContent.slice(0, 1500)); });
+          return out;
+        }""", NB)
+
+    def check_clean(self):
+        assert not self.errors(), f"{self.notebook}: a cell wrote an error:\n" + "\n".join(self.errors())
+        assert not self.outside, f"{self.notebook}: requests left the machine: {self.outside}"
+        assert not self.console, f"{self.notebook}: browser console errors:\n" + "\n".join(self.console)
+        problems = self.lab.log_problems(self.log_start)
+        assert not problems, f"{self.notebook}: JupyterLab logged errors:\n" + "\n".join(problems[:20])
+
+    # ------------------------------------------------------------ controls
+    def explore_box(self):
+        """The first explore() VBox: a row of sliders/drop-downs above a widget output."""
+        return self.page.locator(f"{NB} .widget-vbox:has(> .widget-hbox .widget-slider):has(> .widget-output)").first
+
+    def wait_changed(self, read, before, what: str, seconds: float = 60):
+        deadline = time.monotonic() + seconds
+        while True:
+            now = read()
+            if now and now != before:
+                return now
+            if time.monotonic() > deadline:
+                pytest.fail(f"{self.notebook}: {what} did not change within {seconds} s; errors {self.errors()}")
+            self.page.wait_for_timeout(300)
+
+
+def _figure(box):
+    def read():
+        imgs = box.locator(".widget-output img")
+        return imgs.first.get_attribute("src") if imgs.count() else None
+    return read
+
+
+def _move_slider(page: Page, box):
+    """One step of the first slider (right, or left when it starts at its last value), by keyboard."""
+    slider = box.locator(".widget-slider").first
+    handle = slider.locator(".noUi-handle").first
+    readout = slider.locator(".widget-readout")
+    now, last = (float(handle.get_attribute(a)) for a in ("aria-valuenow", "aria-valuemax"))
+    before = readout.text_content().strip()
+    assert before, "the slider shows no value"
+    handle.focus()
+    page.page.keyboard.press("ArrowRight" if now < last else "ArrowLeft")
+    page.wait_changed(lambda: readout.text_content().strip(), before, "the slider's value")
+
+
+def _explore_controls_redraw(page: Page, box):
+    figure = _figure(box)
+    first = page.wait_changed(figure, None, "the explore figure (first drawing)")
+    _move_slider(page, box)
+    second = page.wait_changed(figure, first, "the figure after moving the slider")
+    select = box.locator(".widget-dropdown select").first
+    options = select.locator("option").all_inner_texts()
+    current = select.evaluate("s => s.options[s.selectedIndex].text")
+    select.select_option(label=next(o for o in options if o != current))
+    page.wait_changed(figure, second, "the figure after picking another drop-down value")
+
+
+def test_explore_controls_redraw_in_chapter_2(lab, browser):
+    page = Page(browser, lab, "02_positional_encoding.ipynb")
+    try:
+        page.run_all()
+        page.check_clean()
+        _explore_controls_redraw(page, page.explore_box())
+        page.check_clean()
+    finally:
+        page.close()
+        _quietly(lab.shutdown_kernels)
+
+
+def test_translator_chapter_13_is_live(lab, browser):
+    page = Page(browser, lab, "13_capstone_translator.ipynb")
+    try:
+        page.run_all()
+        page.check_clean()
+        p = page.page
+        # bertviz: head view and model view drew their SVG (lines, boxes, token labels)
+        views = p.locator(f"{NB} .tl-bertviz")
+        assert views.count() >= 2, f"expected the head view and the model view, found {views.count()} bertviz outputs"
+        for i in range(views.count()):
+            page.wait_changed(lambda: views.nth(i).evaluate(
+                "v => [...v.querySelectorAll('svg')].reduce((n, s) => n + s.querySelectorAll('rect, line, text, path').length, 0)"),
+                0, f"bertviz view {i}'s SVG", seconds=30)
+        # explore: slider and drop-down redraw the attention figure
+        _explore_controls_redraw(page, page.explore_box())
+        # live_text: type a sentence, press Enter, the translation below changes
+        live = p.locator(f"{NB} .widget-vbox:has(> .widget-text input):has(> .widget-output)").first
+        output = live.locator(".widget-output").first
+        text = lambda: output.text_content().strip()  # noqa: E731
+        before = page.wait_changed(text, None, "the live_text output")
+        assert "greedy:" in before, before
+        box = live.locator(".widget-text input")
+        box.fill("the dog drinks water")
+        box.press("Enter")
+        after = page.wait_changed(text, before, "the translation after typing")
+        assert "English:      the dog drinks water" in after, after
+        assert "greedy:" in after and "beam, k = 4:" in after, after
+        page.check_clean()
+    finally:
+        page.close()
+        _quietly(lab.shutdown_kernels)
+
+
+@pytest.mark.parametrize("notebook", ["10_decoder.ipynb", "12_inference.ipynb"])
+def test_translator_chapters_run_clean(lab, browser, notebook):
+    """Chapters 10 and 12 assert behaviours of the shipped translator: every cell runs without an error here too."""
+    page = Page(browser, lab, notebook)
+    try:
+        page.run_all()
+        page.check_clean()
+    finally:
+        page.close()
+        _quietly(lab.shutdown_kernels)
