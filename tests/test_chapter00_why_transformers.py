@@ -117,3 +117,30 @@ def test_no_recurrent_scale_keeps_the_rnn_gradient_balanced_over_256_tokens():
     attn(x, x, x)[0][0, -1].sum().backward()
     g = x.grad[0].norm(dim=1)
     assert g.max() / g.min() < 100
+
+
+def test_shipped_benchmark_results_hold_what_chapters_0_and_12_show():
+    from transformer_lite.pretrained import benchmark_results
+
+    bench = benchmark_results()
+    assert bench is not None, "transformer_lite/assets/benchmarks.json is missing: run `make bench`"
+    assert {"torch", "threads", "processor"} <= set(bench["machine"])
+    for g in bench["goals"].values():
+        assert {"value", "goal", "met"} <= set(g)
+    rows = bench["attention_scaling"]["rows"]
+    assert len(rows) >= 2 and all({"T", "ours_ms", "sdpa_ms", "ours_bytes", "sdpa_bytes"} <= set(r) for r in rows)
+    assert bench["kv_cache_speedup"] > 0 and {"tokens", "config"} <= set(bench["kv_cache"])
+
+
+def test_benchmark_results_is_none_when_the_file_is_absent(monkeypatch, tmp_path):
+    from transformer_lite import pretrained
+
+    monkeypatch.setattr(pretrained, "SHIPPED_BENCHMARKS", tmp_path / "absent.json")
+    assert pretrained.benchmark_results() is None
+
+
+@pytest.mark.parametrize("name", ["00_why_transformers.ipynb", "12_inference.ipynb"])
+def test_chapter_reads_the_benchmarks_from_the_package_not_the_checkout(name):
+    text = (NOTEBOOK.parent / name).read_text(encoding="utf-8")
+    assert "benchmark_results()" in text
+    assert "../" not in text and "results.json" not in text
