@@ -34,7 +34,7 @@ test: book
 	$(PY) -m pytest -q
 
 test-package: $(STAMP)
-	$(PY) -m pytest -q tests -m "not browser"
+	$(PY) -m pytest -q tests -m "not browser and not slow"
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
