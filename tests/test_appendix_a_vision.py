@@ -5,6 +5,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import transformer_lite as tl
+from transformer_lite.runtime import book_seed, num_threads
 from transformer_lite.vision import (RELATIONS, PatchEmbedding, PatchEncoder, patchify,
                                      sinusoidal_positional_encoding_2d, two_dots_task, unpatchify)
 
@@ -120,21 +121,26 @@ def test_patch_encoder_shapes_attention_and_errors():
         PatchEncoder(30, 8, 1, 3)
 
 
+@pytest.mark.trains
 def test_tiny_patch_encoder_learns_the_spatial_task():
-    # A shortened version of the appendix's run: well above chance (25%) after 120 steps.
-    train_x, train_y = two_dots_task(1000, seed=1)
-    test_x, test_y = two_dots_task(300, seed=2)
-    torch.manual_seed(0)
+    # The appendix's run (2000 training images), shortened to 150 steps. Trained live: the seed comes from
+    # book_seed(). Measured held-out accuracy: 0.94-1.0 over seeds 0-7 and over seeds 0-3 with other CPU code
+    # paths (ATEN_CPU_CAPABILITY=default, MKL_CBWR=COMPATIBLE); chance is 25%.
+    seed = book_seed()
+    train_x, train_y = two_dots_task(2000, seed=seed + 1)
+    test_x, test_y = two_dots_task(300, seed=seed + 2)
+    torch.manual_seed(seed)
     model = PatchEncoder(64, 16, 3, 4, positional="2d")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    g = torch.Generator().manual_seed(0)
-    for _ in range(120):
-        idx = torch.randint(0, len(train_x), (64,), generator=g)
-        loss = F.cross_entropy(model(train_x[idx]), train_y[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    model.eval()
-    with torch.no_grad():
-        acc = (model(test_x).argmax(-1) == test_y).float().mean().item()
-    assert acc > 0.6, acc
+    g = torch.Generator().manual_seed(seed)
+    with num_threads(1):  # a model this small trains fastest on one thread
+        for _ in range(150):
+            idx = torch.randint(0, len(train_x), (64,), generator=g)
+            loss = F.cross_entropy(model(train_x[idx]), train_y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            acc = (model(test_x).argmax(-1) == test_y).float().mean().item()
+    assert acc > 0.75, acc

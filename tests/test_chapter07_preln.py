@@ -1,16 +1,18 @@
 """Chapter 7's claims: Post-LN vs Pre-LN formulas (= PyTorch's norm_first), gradients at
-initialization (Post-LN grows towards the top of the decoder, more with depth; Pre-LN flat), a deep
-Post-LN stack at a high learning rate without warm-up collapses to an input-independent guess while
-Pre-LN does not, Adam's first step is lr * sign(grad), and a Pre-LN stack needs a final LayerNorm."""
+initialization (Post-LN grows towards the top of the decoder, more with depth; Pre-LN flat; for
+several initializations), a deep Post-LN stack at a high learning rate without warm-up collapses to an
+input-independent guess while Pre-LN does not (trained live: seed from book_seed(), asserted with
+margins), Adam's first step is lr * sign(grad), and a Pre-LN stack needs a final LayerNorm."""
 import math
 
+import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.testing import assert_close
 
 import transformer_lite as tl
-from transformer_lite.runtime import num_threads
+from transformer_lite.runtime import book_seed, num_threads
 from transformer_lite.data import reverse_task
 from transformer_lite.training import label_smoothed_cross_entropy, paper_adam, teacher_forcing
 
@@ -33,19 +35,22 @@ def test_post_ln_and_pre_ln_formulas_match_pytorch_norm_first():
         assert_close(tl.from_torch(ref)(x), ref(x))
 
 
-def decoder_ffn_grads(num_layers, norm_first):
-    torch.manual_seed(0)
+def decoder_ffn_grads(num_layers, norm_first, seed):
+    torch.manual_seed(seed)
     model = tl.Transformer(V, V, d_model=32, nhead=4, num_encoder_layers=num_layers, num_decoder_layers=num_layers,
                            dim_feedforward=128, dropout=0.0, norm_first=norm_first)
-    src, tgt = reverse_task(64, 8, V, seed=0)
+    src, tgt = reverse_task(64, 8, V, seed=seed)
     dec_in, labels = teacher_forcing(tgt)
-    label_smoothed_cross_entropy(model(src, dec_in), labels).backward()
+    with num_threads(1):  # tiny matrices: one thread is fastest
+        label_smoothed_cross_entropy(model(src, dec_in), labels).backward()
     return [layer.ff.linear2.weight.grad.norm().item() for layer in model.decoder.layers]
 
 
-def test_post_ln_gradients_grow_towards_the_top_and_with_depth_pre_ln_flat():
-    post3, post12 = decoder_ffn_grads(3, False), decoder_ffn_grads(12, False)
-    pre12 = decoder_ffn_grads(12, True)
+@pytest.mark.parametrize("seed", [0, 1, 2])  # no training, but the claim must hold for any initialization
+def test_post_ln_gradients_grow_towards_the_top_and_with_depth_pre_ln_flat(seed):
+    # measured over seeds 0-7: post12 top/bottom 26-137, post3 1.7-6.0, pre12 max/min 1.3-1.9
+    post3, post12 = decoder_ffn_grads(3, False, seed), decoder_ffn_grads(12, False, seed)
+    pre12 = decoder_ffn_grads(12, True, seed)
     assert post12[-1] / post12[0] > 10 > post3[-1] / post3[0]
     assert max(pre12) / min(pre12) < 3
     assert post12[-1] > pre12[-1]
@@ -66,18 +71,18 @@ class Tagger(nn.Module):
         return self.out(self.encoder(self.pos(self.embed(src))))
 
 
-def train(norm_first, steps=60, lr=1e-2):
+def train(norm_first, seed, steps=80, lr=1e-2):
     with num_threads(1):  # tiny matrices: one thread is fastest (and on a busy machine, by far)
-        return _train(norm_first, steps, lr)
+        return _train(norm_first, seed, steps, lr)
 
 
-def _train(norm_first, steps, lr):
-    src, tgt = reverse_task(4000, 8, V, seed=1)
+def _train(norm_first, seed, steps, lr):
+    src, tgt = reverse_task(4000, 8, V, seed=seed + 1)
     labels = tgt[:, 1:-1]
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     model = Tagger(6, norm_first)
     opt = paper_adam(model.parameters(), lr=lr)
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(seed)
     losses = []
     for _ in range(steps):
         idx = torch.randint(0, 4000, (32,), generator=g)
@@ -86,18 +91,29 @@ def _train(norm_first, steps, lr):
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return model, losses, src
+    return model.eval(), losses, src
 
 
+def input_dependence(model, src):
+    """Largest change of a predicted probability across 64 inputs (from its mean over them): 0 = ignores its input."""
+    with torch.no_grad(), num_threads(1):
+        p = torch.softmax(model(src[:64]), dim=-1)
+    return (p - p.mean(dim=0)).abs().max().item()
+
+
+@pytest.mark.trains
 def test_deep_post_ln_without_warmup_collapses_pre_ln_does_not():
-    post, post_losses, src = train(norm_first=False)
-    _, pre_losses, _ = train(norm_first=True)
+    # Measured after 80 steps, seeds 0-7 (native) and 0-3 (other CPU code paths): Post-LN's mean loss of
+    # the last 20 steps 2.49-2.51 with input dependence 0.000; Pre-LN's 1.64-1.96 with input dependence 0.56-0.86.
+    seed = book_seed()
+    post, post_losses, src = train(norm_first=False, seed=seed)
+    pre, pre_losses, _ = train(norm_first=True, seed=seed)
     uniform = math.log(12)
-    assert abs(sum(post_losses[-10:]) / 10 - uniform) < 0.1
-    assert sum(pre_losses[-10:]) / 10 < uniform - 0.3
-    with torch.no_grad():
-        p = torch.softmax(post.eval()(src[:2]), dim=-1)
-    assert (p[0] - p[1]).abs().max() < 0.01  # the same prediction for two different inputs
+    post_final, pre_final = sum(post_losses[-20:]) / 20, sum(pre_losses[-20:]) / 20
+    assert abs(post_final - uniform) < 0.1, post_final                 # Post-LN: stuck at the uniform guess ...
+    assert input_dependence(post, src) < 0.01                          # ... the same prediction for every input
+    assert pre_final < uniform - 0.3 and pre_final < post_final - 0.3, pre_final   # Pre-LN: learning
+    assert input_dependence(pre, src) > 0.1
 
 
 def test_adam_first_step_is_lr_times_sign_of_gradient():

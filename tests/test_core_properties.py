@@ -6,6 +6,7 @@ import torch
 from torch.testing import assert_close
 
 import transformer_lite as tl
+from transformer_lite.runtime import book_seed, num_threads
 
 
 def small_model(**kw):
@@ -131,27 +132,38 @@ def test_base_configuration_parameter_count_matches_table_3():
     assert abs(n - 65e6) / 65e6 < 0.05  # within 5% of the paper's rounded figure
 
 
+@pytest.mark.trains
 def test_copy_task_learns_in_seconds():
-    torch.manual_seed(0)
+    # Trained live: the seed comes from book_seed() and the claim is an aggregate with a margin.
+    # Measured (teacher-forced token accuracy on 256 new sequences, 300 steps): 0.99-1.0 over seeds 0-7,
+    # 0.98-1.0 over seeds 0-3 with other CPU code paths (ATEN_CPU_CAPABILITY=default, MKL_CBWR=COMPATIBLE).
+    seed = book_seed()
+    torch.manual_seed(seed)
     V, L = 12, 6
     model = tl.Transformer(V, V, d_model=32, nhead=4, num_encoder_layers=1, num_decoder_layers=1,
                            dim_feedforward=64, dropout=0.0)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    for _ in range(300):
-        src = torch.randint(4, V, (32, L))
-        tgt = torch.cat([torch.ones(32, 1, dtype=torch.long), src, torch.full((32, 1), 2)], dim=1)
-        logits = model(src, tgt[:, :-1])
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), tgt[:, 1:].reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    model.eval()
-    src = torch.randint(4, V, (64, L))
-    tgt = torch.cat([torch.ones(64, 1, dtype=torch.long), src, torch.full((64, 1), 2)], dim=1)
-    with torch.no_grad():
-        pred = model(src, tgt[:, :-1]).argmax(-1)
-    accuracy = (pred == tgt[:, 1:]).float().mean().item()
-    assert accuracy > 0.95, accuracy
+    data = torch.Generator().manual_seed(seed + 1)
+
+    def batch(n):
+        src = torch.randint(4, V, (n, L), generator=data)
+        tgt = torch.cat([torch.ones(n, 1, dtype=torch.long), src, torch.full((n, 1), 2)], dim=1)
+        return src, tgt
+
+    test_src, test_tgt = batch(256)
+    with num_threads(1):  # tiny matrices: one thread is fastest
+        for _ in range(300):
+            src, tgt = batch(32)
+            logits = model(src, tgt[:, :-1])
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), tgt[:, 1:].reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            pred = model(test_src, test_tgt[:, :-1]).argmax(-1)
+    accuracy = (pred == test_tgt[:, 1:]).float().mean().item()
+    assert accuracy > 0.9, accuracy
 
 
 def test_learned_positions_and_pe_table():
