@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 
 import transformer_lite as tl
-from transformer_lite.runtime import num_threads
+from transformer_lite.runtime import book_seed, num_threads
 from transformer_lite.pitfalls import merge_heads_without_transpose
 
 
@@ -102,26 +102,27 @@ def test_equals_torch_multihead_attention_and_its_averaged_weights():
     assert (w_o[1, :, :, 4:] == 0).all()  # padding keys get no weight
 
 
-def _neighbour_task(nhead, steps=300):
+def _neighbour_task(nhead, seed, steps=300):
+    "Train one attention layer on chapter 4's neighbour task; (test loss, left share, right share) per head."
     T, C = 8, 8
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     layer = tl.MultiHeadAttention(C + T, nhead)
     opt = torch.optim.Adam(layer.parameters(), lr=1e-2)
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(seed)
 
-    def batch(n):
-        c = torch.randn(n, T, C, generator=g)
+    def batch(n, generator):
+        c = torch.randn(n, T, C, generator=generator)
         x = torch.cat([c, torch.eye(T).expand(n, T, T)], -1)
         return x, torch.cat([c.roll(1, 1), c.roll(-1, 1)], -1)
 
     with num_threads(1):  # tiny matrices: one thread is several times faster (no contention)
         for _ in range(steps):
-            x, y = batch(32)
+            x, y = batch(32, g)
             loss = ((layer(x, x, x, need_weights=False)[0] - y) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
-    x, y = batch(256)
+    x, y = batch(256, torch.Generator().manual_seed(1234))  # fresh test data
     with torch.no_grad():
         out, w = layer(x, x, x)
     t = torch.arange(T)
@@ -129,11 +130,17 @@ def _neighbour_task(nhead, steps=300):
     return ((out - y) ** 2).mean().item(), w[:, t, (t - 1) % T].mean(-1), w[:, t, (t + 1) % T].mean(-1)
 
 
+@pytest.mark.trains
 def test_one_head_cannot_fetch_both_neighbours_two_heads_can():
-    loss1, left1, right1 = _neighbour_task(1)
-    loss2, left2, right2 = _neighbour_task(2)
-    assert loss1 > 0.3  # stuck: predicting zeros scores 1.0
+    # Measured over seeds 0-15 (and 0-3 with ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE): loss1 0.46-0.51,
+    # loss2 / loss1 <= 0.0023, the single head's two shares sum to 0.94-0.95 and the smaller is >= 0.36,
+    # each H=2 head puts >= 0.75 on its side.
+    seed = book_seed()
+    loss1, left1, right1 = _neighbour_task(1, seed)
+    loss2, left2, right2 = _neighbour_task(2, seed)
+    assert loss1 > 0.3  # stuck: predicting zeros scores 1.0, a fixed average of the two neighbours 0.5
     assert loss2 < 0.05 * loss1
-    assert abs(left1.item() - right1.item()) < 0.25  # the single head splits its weight
+    # the single head spreads its weight over both neighbours (the loss does not care how it splits it)
+    assert min(left1.item(), right1.item()) > 0.2 and left1.item() + right1.item() > 0.8
     assert sorted([left2.argmax().item(), right2.argmax().item()]) == [0, 1]  # one head per side
     assert min(left2.max().item(), right2.max().item()) > 0.6

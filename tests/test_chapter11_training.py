@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 import transformer_lite as tl
-from transformer_lite.runtime import num_threads
+from transformer_lite.runtime import book_seed, num_threads
 from transformer_lite.data import BOS, EOS, PAD, Vocab, pad_batch, reverse_task
 from transformer_lite.training import (label_smoothed_cross_entropy, noam_lr, paper_adam, smoothed_targets,
                                        teacher_forcing, train, warmup_scheduler)
@@ -141,7 +141,9 @@ def test_warmup_scheduler_sets_noam_lr_each_step():
         sched.step()
 
 
+@pytest.mark.trains
 def test_paper_adam_settings_and_first_step_of_size_lr():
+    torch.manual_seed(book_seed())
     model = tl.Transformer(len(ZH), len(EN), d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
                            dim_feedforward=32, dropout=0.0)
     lr = 1e-3
@@ -161,22 +163,31 @@ def test_paper_adam_settings_and_first_step_of_size_lr():
     assert (steps[grads == 0] == 0).all()
 
 
-def test_a_short_run_learns_to_reverse():
+def _reverse_run(seed, steps=150):
+    "Chapter 11's recipe on a small reverse task: (history, teacher-forced held-out token accuracy)."
     L, V = 4, 10
     src, tgt = reverse_task(1000, L, V, seed=0)
     test_src, test_tgt = reverse_task(200, L, V, seed=1)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     model = tl.Transformer(V, V, d_model=32, nhead=4, num_encoder_layers=1, num_decoder_layers=1,
                            dim_feedforward=64, dropout=0.0)
     opt = paper_adam(model.parameters())
     sched = warmup_scheduler(opt, d_model=32, warmup_steps=30)
     with num_threads(1):
-        hist = train(model, src, tgt, steps=150, batch_size=64, optimizer=opt, scheduler=sched, smoothing=0.1,
-                     progress=False, seed=0)
-    assert all(math.isclose(a, noam_lr(k, 32, 30)) for k, a in enumerate(hist.lr, start=1))
-    assert sum(hist.loss[-10:]) / 10 < 0.6 * sum(hist.loss[:10]) / 10
+        hist = train(model, src, tgt, steps=steps, batch_size=64, optimizer=opt, scheduler=sched, smoothing=0.1,
+                     progress=False, seed=seed)
     model.eval()
     inp, labels = teacher_forcing(test_tgt)
     with torch.no_grad():
         acc = (model(test_src, inp).argmax(-1) == labels).float().mean().item()
-    assert acc > 0.6
+    return hist, acc
+
+
+@pytest.mark.trains
+def test_a_short_run_learns_to_reverse():
+    # Measured over seeds 0-7 (and 0-3 with ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE): the last 10 losses
+    # are 0.23-0.34 of the first 10, the held-out token accuracy 0.94-1.0.
+    hist, acc = _reverse_run(book_seed())
+    assert all(math.isclose(a, noam_lr(k, 32, 30)) for k, a in enumerate(hist.lr, start=1))
+    assert sum(hist.loss[-10:]) / 10 < 0.6 * sum(hist.loss[:10]) / 10
+    assert acc > 0.8

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from transformer_lite import Transformer
 from transformer_lite.data import BOS, EOS, PAD, copy_task
 from transformer_lite.decoding import exact_match
+from transformer_lite.runtime import book_seed, num_threads
 from transformer_lite.training import (History, label_smoothed_cross_entropy, noam_lr, paper_adam, smoothed_targets,
                                        teacher_forcing, train, warmup_scheduler)
 
@@ -138,42 +139,57 @@ def test_warmup_scheduler_and_adam_bad_input():
         paper_adam([torch.nn.Parameter(torch.zeros(1))], lr=0)
 
 
-def test_tiny_model_learns_the_copy_task_within_seconds():
+def _copy_run(seed, steps=300):
+    "A one-layer model trained on the copy task: (history, held-out exact match)."
     src, tgt = copy_task(2000, 5, 10, seed=0)
-    model = tiny_model(V=10)
+    model = tiny_model(V=10, seed=seed)
     opt = paper_adam(model.parameters())
-    hist = train(model, src, tgt, steps=150, batch_size=64, optimizer=opt,
-                 scheduler=warmup_scheduler(opt, 32, 50), progress=False)
-    assert isinstance(hist, History) and len(hist.loss) == len(hist.lr) == 150
-    assert hist.loss[-1] < 0.1 < 2.0 < hist.loss[0]
-    test_src, test_tgt = copy_task(200, 5, 10, seed=1)
-    assert exact_match(model, test_src, test_tgt, BOS, EOS) >= 0.95
+    with num_threads(1):  # tiny matrices: one thread is several times faster than two (no contention)
+        hist = train(model, src, tgt, steps=steps, batch_size=64, optimizer=opt,
+                     scheduler=warmup_scheduler(opt, 32, 50), progress=False, seed=seed)
+        test_src, test_tgt = copy_task(200, 5, 10, seed=1)
+        return hist, exact_match(model, test_src, test_tgt, BOS, EOS)
+
+
+@pytest.mark.trains
+def test_tiny_model_learns_the_copy_task_within_seconds():
+    # 150 steps left the model mid-way through learning: held-out exact match 0.60-1.0 depending on the seed,
+    # the thread count and the CPU's code path. After 300 steps (about 3 s on one thread), measured over seeds
+    # 0-15 and 0-11 with ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE: exact match 0.96-1.0, the mean
+    # loss of the last 10 steps 0.0001-0.04 (first step: 2.5-3.0; chance: log 10 = 2.3).
+    hist, exact = _copy_run(book_seed())
+    assert isinstance(hist, History) and len(hist.loss) == len(hist.lr) == 300
+    assert hist.loss[0] > 2.0 and sum(hist.loss[-10:]) / 10 < 0.2
+    assert exact >= 0.8  # chance: 6 ** -5 (five symbols of six, all right)
     assert hist.seconds > 0
 
 
+@pytest.mark.trains
 def test_train_is_deterministic_and_leaves_global_rng_alone():
+    seed = book_seed()
     src, tgt = copy_task(200, 4, 9, seed=0)
     runs = []
     for _ in range(2):
-        model = tiny_model(V=9, dropout=0.1)  # dropout draws random numbers too
+        model = tiny_model(V=9, seed=seed, dropout=0.1)  # dropout draws random numbers too
         torch.manual_seed(123)
         before = torch.rand(1)
         torch.manual_seed(123)
         hist = train(model, src, tgt, steps=8, batch_size=16, optimizer=paper_adam(model.parameters()),
-                     progress=False, seed=5, smoothing=0.1)
+                     progress=False, seed=seed + 5, smoothing=0.1)
         assert torch.equal(torch.rand(1), before)  # the caller's random state is untouched
         runs.append((hist.loss, model.generator.weight.detach().clone()))
     assert runs[0][0] == runs[1][0]
     assert torch.equal(runs[0][1], runs[1][1])
-    model = tiny_model(V=9, dropout=0.1)
+    model = tiny_model(V=9, seed=seed, dropout=0.1)
     other = train(model, src, tgt, steps=8, batch_size=16, optimizer=paper_adam(model.parameters()),
-                  progress=False, seed=6)
+                  progress=False, seed=seed + 6)
     assert other.loss != runs[0][0]
 
 
+@pytest.mark.trains
 def test_train_eval_fn_and_lr_history():
     src, tgt = copy_task(100, 4, 9, seed=0)
-    model = tiny_model(V=9)
+    model = tiny_model(V=9, seed=book_seed())
     opt = paper_adam(model.parameters())
     modes = []
 
@@ -182,7 +198,7 @@ def test_train_eval_fn_and_lr_history():
         return 0.5
 
     hist = train(model, src, tgt, steps=10, batch_size=8, optimizer=opt, scheduler=warmup_scheduler(opt, 32, 4),
-                 progress=False, eval_fn=eval_fn, eval_every=4)
+                 progress=False, eval_fn=eval_fn, eval_every=4, seed=book_seed())
     assert [s for s, _ in hist.evals] == [4, 8, 10]
     assert modes == [False] * 3 and model.training
     assert hist.lr == pytest.approx([noam_lr(k, 32, 4) for k in range(1, 11)])
