@@ -176,8 +176,8 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _load(path: Path) -> Transformer:
-    saved = torch.load(path, map_location="cpu", weights_only=True)
+def _load(path: Path | None = None, saved: dict | None = None) -> Transformer:
+    saved = saved if saved is not None else torch.load(path, map_location="cpu", weights_only=True)
     model = Transformer(**saved["config"])
     model.load_state_dict(saved["state_dict"])
     return model.eval()
@@ -240,7 +240,7 @@ def tiny_translator(force_retrain: bool = False, progress: bool = True, recipe: 
     path = cache_dir() / f"tiny_translator-{recipe.key()}.pt"
     if path.exists() and not force_retrain:
         saved = torch.load(path, map_location="cpu", weights_only=True)
-        model = _load(path)
+        model = _load(saved=saved)  # the file is read once: weights and report
         report = dict(json.loads(saved["report"]), source="cache", cache_file=str(path), from_cache=True)
         return model, _data(recipe), report
 
