@@ -12,7 +12,9 @@ What the two ``slow`` tests do (several minutes: pip, then every chapter):
 2. **A Colab-like environment.** A fresh virtual environment of this Python gets a current pip, then
    what Colab preinstalls: torch at the version ``requirements.txt`` pins (the CPU build here; an
    unpinned torch would pull GBs of CUDA packages), ipykernel, nbclient, nbformat, matplotlib,
-   ipywidgets, numpy, tqdm (``--no-compile``: the image's layer, not what is measured). Python 3.11's
+   ipywidgets, numpy, tqdm, compiled to bytecode as in Colab's image. (With ``--no-compile`` and
+   ``PYTHONDONTWRITEBYTECODE=1``, set on these machines, every kernel compiled torch from source
+   again: chapter 11 took 28-34 s instead of 19 s.) Python 3.11's
    bundled pip 23.2 rejects ``git+file:///`` requirements as "Invalid requirement"; Colab's pip is
    newer. The venv lives in ``/dev/shm`` when that has room (a venv is ~1.5 GB in ~50,000 files;
    writing and deleting them on a busy disk took minutes here), else in pytest's temporary folder.
@@ -142,7 +144,7 @@ def make_colab_venv(venv: Path, source: Path) -> dict:
     _run([*pip, "--no-compile", "--upgrade", "pip"], env=env)
     seconds["venv + current pip"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    _run([*pip, "--no-compile", torch_pin(), *COLAB_PREINSTALLED], env=env)
+    _run([*pip, torch_pin(), *COLAB_PREINSTALLED], env=env)  # compiled: Colab's image has .pyc files
     seconds["Colab's preinstalled packages (torch, ...)"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     _run([*pip, colab_requirement(source)], env=env)
