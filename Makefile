@@ -1,7 +1,7 @@
 # Transformer, Step by Step -- every target does its own set-up on a fresh machine.
 #   make book   build the site into _build/html (executes every notebook)
 #   make test   run every test: the package, the notebooks' claims, the built site in Chromium
-#   make bench  run the benchmarks, write transformer_lite/assets/benchmarks.json (ships with the package)
+#   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package)
 #   make translator  train the book's translator (RECIPE) and write the weights the package ships
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -40,7 +40,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 translator: $(STAMP)
-	$(PY) -m transformer_lite.pretrained
+	$(PY) -m transformer_lite.book.pretrained
 
 clean:
 	rm -rf _build

@@ -1,7 +1,7 @@
 """`make bench`: measure transformer_lite against PyTorch on this CPU; write the results the package ships.
 
-The results go to ``transformer_lite/assets/benchmarks.json`` (package data: chapters 0 and 12 read
-them with ``transformer_lite.pretrained.benchmark_results()``, also in an installed copy or on Colab).
+The results go to ``transformer_lite/book/assets/benchmarks.json`` (package data: chapters 0 and 12 read
+them with ``transformer_lite.book.pretrained.benchmark_results()``, also in an installed copy or on Colab).
 
 Every timing is a ratio measured in one process, the two sides interleaved, the
 median of repeated runs after a warm-up, with the thread count recorded.
@@ -28,7 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import transformer_lite as tl
-from transformer_lite.pretrained import SHIPPED_BENCHMARKS
+from transformer_lite.book.pretrained import SHIPPED_BENCHMARKS
 
 warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")  # torch's own fast path
 GOALS = {"train_step_vs_torch": ("<=", 1.10), "forward_vs_torch": ("<=", 1.10), "kv_cache_speedup": (">=", 3.0),
@@ -184,7 +184,7 @@ def _allocated_bytes(fn) -> int:
 
 
 def bench_capstone():
-    from transformer_lite.pretrained import train_tiny_translator
+    from transformer_lite.book.pretrained import train_tiny_translator
     t0 = time.perf_counter()
     model, data, report = train_tiny_translator(progress=False)
     wall = time.perf_counter() - t0

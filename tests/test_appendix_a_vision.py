@@ -5,7 +5,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import transformer_lite as tl
-from transformer_lite.runtime import book_seed, num_threads
+from transformer_lite.book.runtime import book_seed, num_threads
 from transformer_lite.vision import (RELATIONS, PatchEmbedding, PatchEncoder, patchify,
                                      sinusoidal_positional_encoding_2d, two_dots_task, unpatchify)
 

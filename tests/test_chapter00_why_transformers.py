@@ -120,10 +120,10 @@ def test_no_recurrent_scale_keeps_the_rnn_gradient_balanced_over_256_tokens():
 
 
 def test_shipped_benchmark_results_hold_what_chapters_0_and_12_show():
-    from transformer_lite.pretrained import benchmark_results
+    from transformer_lite.book.pretrained import benchmark_results
 
     bench = benchmark_results()
-    assert bench is not None, "transformer_lite/assets/benchmarks.json is missing: run `make bench`"
+    assert bench is not None, "transformer_lite/book/assets/benchmarks.json is missing: run `make bench`"
     assert {"torch", "threads", "processor"} <= set(bench["machine"])
     for g in bench["goals"].values():
         assert {"value", "goal", "met"} <= set(g)
@@ -133,7 +133,7 @@ def test_shipped_benchmark_results_hold_what_chapters_0_and_12_show():
 
 
 def test_benchmark_results_is_none_when_the_file_is_absent(monkeypatch, tmp_path):
-    from transformer_lite import pretrained
+    from transformer_lite.book import pretrained
 
     monkeypatch.setattr(pretrained, "SHIPPED_BENCHMARKS", tmp_path / "absent.json")
     assert pretrained.benchmark_results() is None

@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 
 import transformer_lite as tl
-from transformer_lite.runtime import book_seed, num_threads
+from transformer_lite.book.runtime import book_seed, num_threads
 from transformer_lite.pitfalls import merge_heads_without_transpose
 
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 import transformer_lite as tl
-from transformer_lite.runtime import book_seed, num_threads
+from transformer_lite.book.runtime import book_seed, num_threads
 from transformer_lite.data import reverse_task
 from transformer_lite.training import label_smoothed_cross_entropy, paper_adam, teacher_forcing
 

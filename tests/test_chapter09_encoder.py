@@ -123,7 +123,7 @@ def test_big_model_count_and_vocabulary_dependence():
 
 @pytest.fixture(scope="module")
 def translator():
-    from transformer_lite.pretrained import tiny_translator
+    from transformer_lite.book.pretrained import tiny_translator
 
     model, data, report = tiny_translator(progress=False)
     assert report["source"] == "shipped"  # the same weights on every machine

@@ -183,7 +183,7 @@ def test_decoder_layer_parameter_formula():
 def test_shipped_translator_cross_attention_aligns_words():
     from transformer_lite.data import BOS, EOS, all_translation_pairs
     from transformer_lite.decoding import greedy_decode
-    from transformer_lite.pretrained import tiny_translator
+    from transformer_lite.book.pretrained import tiny_translator
 
     model, data, report = tiny_translator(progress=False)
     assert report["source"] == "shipped"

@@ -11,7 +11,7 @@ import torch
 import transformer_lite as tl
 from transformer_lite.data import BOS, EOS, PAD
 from transformer_lite.decoding import beam_search, greedy_decode, length_penalty_gnmt, sample, sequence_log_prob
-from transformer_lite.pretrained import tiny_translator
+from transformer_lite.book.pretrained import tiny_translator
 
 V = 13
 

@@ -11,7 +11,7 @@ import torch
 
 from transformer_lite.data import BOS, EOS, PAD, UNK, all_translation_pairs, translation_task
 from transformer_lite.decoding import beam_search, exact_match, greedy_decode
-from transformer_lite.pretrained import RECIPE, tiny_translator
+from transformer_lite.book.pretrained import RECIPE, tiny_translator
 
 
 @pytest.fixture(scope="module")

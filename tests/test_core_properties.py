@@ -6,7 +6,7 @@ import torch
 from torch.testing import assert_close
 
 import transformer_lite as tl
-from transformer_lite.runtime import book_seed, num_threads
+from transformer_lite.book.runtime import book_seed, num_threads
 
 
 def small_model(**kw):

@@ -22,7 +22,7 @@ def test_torch_is_the_pinned_cpu_build():
 def test_num_threads_sets_and_restores():
     import pytest
 
-    from transformer_lite.runtime import num_threads
+    from transformer_lite.book.runtime import num_threads
 
     before = torch.get_num_threads()
     with num_threads(1) as used:

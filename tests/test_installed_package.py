@@ -55,7 +55,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_S = 30  # per chapter, 2 cores (reported, not asserted)
 MAX_ASSET_BYTES = 1_000_000
-ASSETS = ("transformer_lite/assets/tiny_translator.pt", "transformer_lite/assets/tiny_translator.json")
+ASSETS = ("transformer_lite/book/assets/tiny_translator.pt", "transformer_lite/book/assets/tiny_translator.json")
 # What Colab's image has before the set-up cell runs (torch is added with the pinned version).
 COLAB_PREINSTALLED = ["ipykernel", "nbclient", "nbformat", "matplotlib", "ipywidgets", "numpy", "tqdm"]
 SOURCE_MADE_BY: list = []  # how the `source` fixture made the code under test (printed)
@@ -236,7 +236,7 @@ def test_the_installed_package_ships_the_translator(colab, source, tmp_path, cap
     (tmp_path / "empty").mkdir()
     script = (
         "import json, pathlib, torch, transformer_lite\n"
-        "from transformer_lite.pretrained import tiny_translator\n"
+        "from transformer_lite.book.pretrained import tiny_translator\n"
         "pkg = pathlib.Path(transformer_lite.__file__).resolve().parent\n"
         "model, data, report = tiny_translator(progress=False)\n"
         "sizes = {p.name: p.stat().st_size for p in (pkg / 'assets').iterdir()}\n"

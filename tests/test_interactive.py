@@ -1,4 +1,4 @@
-"""transformer_lite.interactive / viz / plotting: the HTML the static site gets, and the live widgets."""
+"""transformer_lite.book.interactive / viz / plotting: the HTML the static site gets, and the live widgets."""
 import json
 import re
 
@@ -11,7 +11,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import transformer_lite as tl  # noqa: E402
-from transformer_lite import interactive, plotting, viz  # noqa: E402
+from transformer_lite.book import interactive, plotting, viz  # noqa: E402
 
 
 def draw(n, kind):

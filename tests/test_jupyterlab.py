@@ -47,7 +47,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 IN_CI = os.environ.get("CI", "").lower() == "true"
 RUN_TIMEOUT = 150  # s for Run All Cells of one chapter (each chapter runs in <= 30 s on 2 cores)
 
-# bertviz's require.config (transformer_lite.viz, in Jupyter) -> the same libraries from node_modules
+# bertviz's require.config (transformer_lite.book.viz, in Jupyter) -> the same libraries from node_modules
 CDN = {
     re.compile(r"/ajax/libs/require\.js/[\d.]+/require(\.min)?\.js$"): NODE / "requirejs" / "require.js",
     re.compile(r"/ajax/libs/d3/[\d.]+/d3(\.min)?\.js$"): NODE / "d3" / "dist" / "d3.min.js",

@@ -1,4 +1,4 @@
-"""transformer_lite.pretrained: the shipped translator, and training/caching with other recipes (small ones here)."""
+"""transformer_lite.book.pretrained: the shipped translator, and training/caching with other recipes (small ones here)."""
 import dataclasses
 import hashlib
 import json
@@ -11,11 +11,11 @@ from transformer_lite import Transformer
 from transformer_lite import count_parameters as tl_count
 from transformer_lite.data import BOS, EOS
 from transformer_lite.decoding import exact_match, greedy_decode
-from transformer_lite import pretrained
-from transformer_lite.pretrained import (RECIPE, SHIPPED_REPORT, SHIPPED_WEIGHTS, Recipe, cache_dir,
+from transformer_lite.book import pretrained
+from transformer_lite.book.pretrained import (RECIPE, SHIPPED_REPORT, SHIPPED_WEIGHTS, Recipe, cache_dir,
                                          load_shipped_translator, shipped_report, tiny_translator,
                                          train_tiny_translator)
-from transformer_lite.runtime import book_seed
+from transformer_lite.book.runtime import book_seed
 
 SMALL = Recipe(n_train=400, n_test=50, d_model=32, dim_feedforward=64, num_encoder_layers=1,
                num_decoder_layers=1, steps=20, batch_size=32, warmup_steps=10)
@@ -41,7 +41,8 @@ def shipped():
 
 
 def test_the_shipped_translator_is_package_data_under_1_mb():
-    assert SHIPPED_WEIGHTS.parent.name == "assets" and SHIPPED_WEIGHTS.parent.parent.name == "transformer_lite"
+    assert SHIPPED_WEIGHTS.parent.name == "assets" and SHIPPED_WEIGHTS.parent.parent.name == "book"
+    assert SHIPPED_WEIGHTS.parent.parent.parent.name == "transformer_lite"
     assert SHIPPED_WEIGHTS.stat().st_size < 1_000_000
     assert zipfile.is_zipfile(SHIPPED_WEIGHTS)  # torch.save's format, loadable with weights_only=True
     report = shipped_report()

@@ -54,7 +54,7 @@ def test_every_setup_cell_installs_from_the_repository_url_in_config():
 def test_setup_cells_are_the_same_in_every_chapter():
     sources = {path.name: _setup_source(path) for path in NOTEBOOKS}
     common, count = Counter(sources.values()).most_common(1)[0]
-    assert "import transformer_lite" in common and "from transformer_lite.notebook import setup" in common
+    assert "import transformer_lite" in common and "from transformer_lite.book.notebook import setup" in common
     assert re.search(r"^except ImportError:", common, re.M), "the install must run only where the package is missing"
     odd = {name: "".join(difflib.unified_diff(common.splitlines(True), src.splitlines(True), "most chapters", name))
            for name, src in sources.items() if src != common}

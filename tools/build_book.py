@@ -11,7 +11,7 @@ Steps:
    The folder is deliberately not called ``_static``: Jupyter Book would add every .js/.css in a
    ``_static/`` folder at the book root to every page.
 2. ``TRANSFORMER_LITE_STATIC=1`` is exported; the notebook kernels inherit the build's environment, so
-   ``transformer_lite.interactive`` precomputes every control (no ipywidgets on the page); and
+   ``transformer_lite.book.interactive`` precomputes every control (no ipywidgets on the page); and
    ``IPYTHONDIR`` points the kernels at a start-up file (tools/kernel_startup.py) that keeps tqdm from
    drawing ipywidgets progress bars, which would be dead on the site.
 3. ``jupyter-book build --all -W -n --keep-going``: any warning or notebook error fails the build;
@@ -128,7 +128,7 @@ def warnings(proc: subprocess.CompletedProcess) -> list[str]:
 
 def build_env() -> dict:
     env = dict(os.environ)
-    env["TRANSFORMER_LITE_STATIC"] = "1"  # read by transformer_lite.interactive in the notebook kernels
+    env["TRANSFORMER_LITE_STATIC"] = "1"  # read by transformer_lite.book.interactive in the notebook kernels
     # no ipywidgets progress bars (dead on a static page): kernels run tools/kernel_startup.py first
     ipython_dir = ROOT / "_build" / ".ipython"
     startup = ipython_dir / "profile_default" / "startup"
@@ -212,7 +212,7 @@ def check_site(html_dir: Path) -> list[str]:
             problems.append(f"{page.relative_to(html_dir)}: loads from another host: {tag[:160]}")
         if "application/vnd.jupyter.widget-view+json" in text:
             problems.append(f"{page.relative_to(html_dir)}: contains ipywidgets output (dead on a static page); "
-                            "use transformer_lite.interactive.explore")
+                            "use transformer_lite.book.interactive.explore")
     if total > MAX_SITE:
         problems.append(f"site is {total / 2**20:.1f} MiB > 40 MiB")
     log(f"site: {len(pages)} pages, {total / 2**20:.1f} MiB; largest page "

@@ -105,7 +105,7 @@ def _fmt(x) -> str:
 
 def _attn_data(maps, src_tokens, tgt_tokens, batch_index):
     """bertviz's list of {name, attn, left_text, right_text} (attn as compact JSON text)."""
-    from .model import AttentionMaps
+    from ..model import AttentionMaps
 
     def tokens(toks, name):
         if toks is None:

@@ -3,7 +3,7 @@
 Two environment variables let a test re-run the book as another machine would:
 
 * ``TRANSFORMER_LITE_SEED`` replaces the seed of every chapter (:func:`book_seed`, used by
-  :func:`transformer_lite.notebook.setup` and by every cell that trains a model live);
+  :func:`transformer_lite.book.notebook.setup` and by every cell that trains a model live);
 * ``TRANSFORMER_LITE_THREADS`` replaces the thread count of every ``with num_threads(n):`` block.
 
 ``tests/test_portability.py`` runs every claim about a live-trained model with other seeds,
@@ -17,7 +17,7 @@ import os
 
 import torch
 
-from ._checks import check_positive_int
+from .._checks import check_positive_int
 
 SEED_ENV = "TRANSFORMER_LITE_SEED"
 THREADS_ENV = "TRANSFORMER_LITE_THREADS"

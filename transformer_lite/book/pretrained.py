@@ -4,8 +4,8 @@ Several chapters look inside a *trained* model (heads in chapter 4, the encoder 
 decoder in 10, inference in 12, the capstone in 13), and they assert what that model does
 with particular sentences. Training is reproducible on one machine only: another CPU rounds
 differently, and 500 steps later it is another model. So the model is trained once, by
-``make translator`` (``python -m transformer_lite.pretrained``), with one fixed recipe
-(:data:`RECIPE`), and its weights ship inside the package (``transformer_lite/assets/``):
+``make translator`` (``python -m transformer_lite.book.pretrained``), with one fixed recipe
+(:data:`RECIPE`), and its weights ship inside the package (``transformer_lite/book/assets/``):
 every reader, every build and every Colab session loads the identical model.
 
 * :func:`tiny_translator` loads the shipped model (no training).
@@ -28,12 +28,12 @@ from pathlib import Path
 
 import torch
 
-from ._checks import check_positive_int
-from .data import BOS, EOS, TranslationData, translation_task
-from .decoding import exact_match
-from .model import Transformer, count_parameters
+from .._checks import check_positive_int
+from ..data import BOS, EOS, TranslationData, translation_task
+from ..decoding import exact_match
+from ..model import Transformer, count_parameters
 from .runtime import num_threads
-from .training import paper_adam, train, warmup_scheduler
+from ..training import paper_adam, train, warmup_scheduler
 
 
 _CACHE_FORMAT = "2"  # bump when what the cache file holds changes

@@ -2,7 +2,7 @@
 
 A chapter writes one line::
 
-    from transformer_lite.interactive import explore
+    from transformer_lite.book.interactive import explore
     explore(draw, d_model=[16, 64, 256], pos=[0, 10, 50])
 
 * In Jupyter, JupyterLab, VS Code and Colab the controls are ipywidgets driving live Python.

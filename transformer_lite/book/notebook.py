@@ -13,10 +13,10 @@ def setup(seed: int = 0, threads: int | None = None) -> torch.device:
     """Seed every generator, print the versions this run uses, and return the device.
 
     Training cells use the GPU where one is present (Colab); everything else runs on the CPU.
-    ``$TRANSFORMER_LITE_SEED`` replaces ``seed`` (see :mod:`transformer_lite.runtime`): the
+    ``$TRANSFORMER_LITE_SEED`` replaces ``seed`` (see :mod:`transformer_lite.book.runtime`): the
     portability test re-runs the chapters with other seeds that way.
     """
-    from . import __version__
+    from .. import __version__
     from .runtime import book_seed
 
     if isinstance(seed, bool) or not isinstance(seed, int):

@@ -1,0 +1,13 @@
+"""The book's helpers, apart from the Transformer itself.
+
+``transformer_lite`` (the core: attention, masks, normalization, embeddings, layers, model,
+interop, decoding, training, data) needs only torch, numpy and tqdm. This subpackage holds what
+the chapters need around it, and it needs matplotlib, ipywidgets, IPython and bertviz
+(``pip install "transformer_lite[book]"``):
+
+* :mod:`.notebook`: a chapter's set-up cell (seeds, versions, plot style) and ``show_source``;
+* :mod:`.runtime`: the book's seed and thread count (``TRANSFORMER_LITE_SEED`` / ``_THREADS``);
+* :mod:`.interactive`: controls that work live in Jupyter and on the static page;
+* :mod:`.plotting` and :mod:`.viz`: figures and bertviz attention views;
+* :mod:`.pretrained`: the trained translator that ships in ``assets/``.
+"""
