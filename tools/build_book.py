@@ -5,24 +5,27 @@
     python tools/build_book.py --existing-only # while chapters are being written: toc of the files that exist
 
 Steps:
-1. The site's JavaScript comes from npm (package.json / package-lock.json; `npm ci` when node_modules is
-   missing or older than the lock file) and is copied into ``_assets/tl/`` (git-ignored). Sphinx copies
+1. The site's JavaScript comes from npm (package.json / package-lock.json; `npm ci` when node_modules
+   does not hold what the lock file pins) and is copied into ``_assets/tl/`` (git-ignored). Sphinx copies
    ``html_static_path`` into ``_build/html/_static/``, so the site serves ``_static/tl/...`` itself.
    The folder is deliberately not called ``_static``: Jupyter Book would add every .js/.css in a
    ``_static/`` folder at the book root to every page.
 2. ``TRANSFORMER_LITE_STATIC=1`` is exported; the notebook kernels inherit the build's environment, so
    ``transformer_lite.book.interactive`` precomputes every control (no ipywidgets on the page); and
    ``IPYTHONDIR`` points the kernels at a start-up file (tools/kernel_startup.py) that keeps tqdm from
-   drawing ipywidgets progress bars, which would be dead on the site.
+   drawing ipywidgets progress bars, which would be dead on the site. (tqdm's own switch,
+   ``TQDM_DISABLE=1``, does not reach ``tqdm.auto`` in a kernel: see that file.)
 3. ``jupyter-book build --all -W -n --keep-going``: any warning or notebook error fails the build;
    notebooks run through jupyter-cache, so an unchanged rebuild re-executes nothing.
-4. Post-processing (``postprocess``) removes what the theme would fetch from other hosts or that logs
-   console errors, then the checks: no page > 2 MB, the site < 40 MB, no reference to another host
-   left in a src/href that the browser would load, no ipywidgets output.
+4. The built HTML is not edited. What the theme's defaults would get wrong is configured in
+   ``_config.yml`` (the colour mode, the extension list without sphinx-thebe); the checks fail the
+   build if it did not take: no page > 2 MB, the site < 40 MB, no reference to another host left in a
+   src/href that the browser would load, no ipywidgets output, the configured colour mode on every page.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -31,6 +34,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import yaml  # PyYAML (requirements.txt)
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "_assets" / "tl"
@@ -59,14 +64,26 @@ def log(msg: str) -> None:
     print(f"[build_book] {msg}", file=sys.stderr, flush=True)
 
 
+def npm_matches_lock(root: Path = ROOT) -> bool:
+    """node_modules holds what package-lock.json pins, by npm's own record of what it installed
+    (node_modules/.package-lock.json), not by file times, which a copy or a checkout changes."""
+    try:
+        locked = json.loads((root / "package-lock.json").read_text(encoding="utf-8"))["packages"]
+        installed = json.loads((root / "node_modules" / ".package-lock.json").read_text(encoding="utf-8"))["packages"]
+    except (OSError, KeyError, TypeError, ValueError):
+        return False
+
+    def pins(packages):  # path in node_modules -> (version, integrity); "" is the project itself
+        return {path: (pkg.get("version"), pkg.get("integrity")) for path, pkg in packages.items() if path}
+
+    return pins(locked) == pins(installed)
+
+
 def npm_ci() -> None:
-    lock = ROOT / "package-lock.json"
-    stamp = NODE / ".installed"
-    if stamp.exists() and stamp.stat().st_mtime >= lock.stat().st_mtime:
+    if npm_matches_lock():
         return
     log("npm ci (the site's JavaScript, pinned in package-lock.json)")
     subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=ROOT, check=True)
-    stamp.touch()
 
 
 def assemble_assets() -> Path:
@@ -89,30 +106,62 @@ def assemble_assets() -> Path:
     return ASSETS
 
 
+def read_yaml(path: Path) -> dict:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise SystemExit(f"{path}: expected a YAML mapping at the top level, got {type(data).__name__}")
+    return data
+
+
 def toc_entries(toc: Path) -> list[str]:
-    return re.findall(r"^\s*(?:root|-\s*file):\s*(\S+)", toc.read_text(), flags=re.M)
+    """Every document of a sphinx-external-toc file, in order: the root, then each ``file:`` at any depth
+    (under ``parts``, ``chapters``, ``sections``...)."""
+    data = read_yaml(toc)
+    docs = [data["root"]] if "root" in data else []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                docs.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({k: v for k, v in data.items() if k != "root"})
+    return docs
 
 
 def existing(doc: str, root: Path = ROOT) -> bool:
     return any((root / f"{doc}{ext}").exists() for ext in (".ipynb", ".md", ""))
 
 
-def existing_only_toc(dest: Path) -> Path:
-    """A copy of _toc.yml without the entries whose file does not exist yet (empty parts dropped)."""
-    lines, out, part = (ROOT / "_toc.yml").read_text().splitlines(), [], []
-    for line in lines:
-        m = re.match(r"^\s*-\s*file:\s*(\S+)", line)
-        if m and not existing(m.group(1)):
-            continue
-        if re.match(r"^\s*-\s*caption:", line):
-            out.extend(part if any("file:" in x for x in part) else [])
-            part = [line]
-        elif part:
-            part.append(line)
+def _only_existing(node, root: Path):
+    """``node`` of a toc without the entries whose file does not exist (with what is nested under them);
+    None when nothing is left of it (a missing file, or a part all of whose chapters are missing)."""
+    if isinstance(node, list):
+        kept = [x for x in (_only_existing(item, root) for item in node) if x is not None]
+        return kept or None
+    if not isinstance(node, dict):
+        return node
+    if "file" in node and not existing(node["file"], root):
+        return None
+    out, lost_children = {}, False
+    for key, value in node.items():
+        value = _only_existing(value, root)
+        if value is None:
+            lost_children = True
         else:
-            out.append(line)
-    out.extend(part if any("file:" in x for x in part) else [])
-    dest.write_text("\n".join(out) + "\n")
+            out[key] = value
+    holds_a_document = "file" in out or "root" in out or any(isinstance(v, list) for v in out.values())
+    return out if holds_a_document or not lost_children else None
+
+
+def existing_only_toc(dest: Path, toc: Path = ROOT / "_toc.yml", root: Path = ROOT) -> Path:
+    """A copy of ``toc`` without the entries whose file does not exist yet (empty parts dropped)."""
+    data = _only_existing(read_yaml(toc), root) or {}
+    dest.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return dest
 
 
@@ -126,11 +175,12 @@ def warnings(proc: subprocess.CompletedProcess) -> list[str]:
     return [ln for ln in lines if re.search(r"(^|: )(WARNING|ERROR|CRITICAL):", ln)]
 
 
-def build_env() -> dict:
+def build_env(ipython_dir: Path = ROOT / "_build" / ".ipython") -> dict:
+    """The environment of the build, and so of its notebook kernels."""
     env = dict(os.environ)
     env["TRANSFORMER_LITE_STATIC"] = "1"  # read by transformer_lite.book.interactive in the notebook kernels
     # no ipywidgets progress bars (dead on a static page): kernels run tools/kernel_startup.py first
-    ipython_dir = ROOT / "_build" / ".ipython"
+    # (TQDM_DISABLE=1 would not do: tqdm.auto's notebook bar passes disable=False explicitly)
     startup = ipython_dir / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     shutil.copy2(ROOT / "tools" / "kernel_startup.py", startup / "00-transformer-lite-static.py")
@@ -156,44 +206,31 @@ def jupyter_book(book: Path, out: Path | None = None, toc: Path | None = None, c
     return subprocess.run(cmd, cwd=book, env=build_env(), text=True, capture_output=True)
 
 
-# ---------------------------------------------------------------- post-processing and checks
+# ---------------------------------------------------------------- checks of the built site
 
-_THEBE_SCRIPT = re.compile(r"\s*<script>(?:var|const) THEBE_JS_URL = [^<]*</script>")
-_GOOGLE_FONTS = re.compile(r'<link[^>]+href="https://fonts\.(?:googleapis|gstatic)\.com[^"]*"[^>]*>\s*', re.I)
 _EXTERNAL_LOAD = re.compile(
     r'<(?:script|link|img|iframe|source|video|audio)\b[^>]*?\b(?:src|href)="(https?:)?//(?!127\.0\.0\.1|localhost)'
     r'([^"/]+)[^"]*"[^>]*>', re.I)
 
 
-def fix_page(text: str) -> str:
-    """Fix what the theme does wrong with default settings, on one built HTML page."""
-    # sphinx-thebe's inline config script is written twice on notebook pages; the second copy throws
-    # "Identifier 'thebe_selector' has already been declared". Keep the first copy only.
-    first = True
-
-    def once(m):
-        nonlocal first
-        keep, first = first, False
-        return m.group(0) if keep else ""
-
-    text = _THEBE_SCRIPT.sub(once, text)
-    # pydata-sphinx-theme sets data-mode from localStorage or ""; "" logs "Got invalid theme mode".
-    text = text.replace('dataset.mode = localStorage.getItem("mode") || "";',
-                        'dataset.mode = localStorage.getItem("mode") || "auto";')
-    text = _GOOGLE_FONTS.sub("", text)
-    return text
+def theme_mode(config: Path = ROOT / "_config.yml") -> str:
+    """The colour mode _config.yml gives the theme (``sphinx.config.html_context.default_mode``)."""
+    try:
+        mode = read_yaml(config)["sphinx"]["config"]["html_context"]["default_mode"]
+    except (KeyError, TypeError):
+        raise SystemExit(f"{config}: sphinx.config.html_context.default_mode is not set; without it "
+                         "pydata-sphinx-theme writes an empty mode and logs 'Got invalid theme mode'") from None
+    if mode not in ("auto", "light", "dark"):
+        raise SystemExit(f"{config}: html_context.default_mode must be 'auto', 'light' or 'dark', got {mode!r}")
+    return mode
 
 
-def postprocess(html_dir: Path) -> None:
-    for page in html_dir.rglob("*.html"):
-        text = page.read_text(encoding="utf-8")
-        new = fix_page(text)
-        if new != text:
-            page.write_text(new, encoding="utf-8")
-
-
-def check_site(html_dir: Path) -> list[str]:
-    """Problems that must fail the build: page weight, site weight, loads from other hosts, widgets."""
+def check_site(html_dir: Path, mode: str | None = None) -> list[str]:
+    """Problems that must fail the build: page weight, site weight, loads from other hosts, widgets,
+    a page without the configured colour mode (``mode``, default: the one in _config.yml)."""
+    mode = theme_mode() if mode is None else mode
+    # what pydata-sphinx-theme writes for html_context's default_mode; absent if the theme stopped reading it
+    mode_attr = f'data-default-mode="{mode}"'
     problems, total, largest = [], 0, (0, None)
     for f in html_dir.rglob("*"):
         if f.is_file():
@@ -210,6 +247,9 @@ def check_site(html_dir: Path) -> list[str]:
             if re.match(r"<link\b", tag, re.I) and not re.search(r'rel="(?:stylesheet|preload|modulepreload)"', tag):
                 continue  # a plain hyperlink-like <link> (canonical, etc.) loads nothing
             problems.append(f"{page.relative_to(html_dir)}: loads from another host: {tag[:160]}")
+        if "<body" in text and mode_attr not in text:  # (index.html is a bare redirect, not a theme page)
+            problems.append(f"{page.relative_to(html_dir)}: no {mode_attr}: the theme ignored "
+                            "html_context.default_mode in _config.yml (an empty mode logs a console error)")
         if "application/vnd.jupyter.widget-view+json" in text:
             problems.append(f"{page.relative_to(html_dir)}: contains ipywidgets output (dead on a static page); "
                             "use transformer_lite.book.interactive.explore")
@@ -246,8 +286,7 @@ def main(argv=None) -> int:
         problems += [w for w in warnings(proc) if not _MISSING_LINK.search(w)]
     if proc.returncode != 0:
         problems.append(f"jupyter-book failed (exit {proc.returncode}); reports are in _build/html/reports/")
-    if (html_dir / "index.html").exists():
-        postprocess(html_dir)  # even after a failure, so the pages can be inspected
+    if (html_dir / "index.html").exists():  # even after a failure
         problems += check_site(html_dir)
     for p in problems:
         log(f"ERROR {p}")

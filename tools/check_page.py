@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_book as bb  # noqa: E402
 
@@ -46,12 +48,12 @@ def make_book(notebook: Path, tmp: Path) -> tuple[Path, str]:
     chapters = [doc] + [d for d in others if d != root]
     (book / "_toc.yml").write_text("format: jb-book\nroot: %s\nchapters:\n%s" % (
         root, "".join(f"  - file: {d}\n" for d in chapters if d != root)))
-    config = (ROOT / "_config.yml").read_text()
-    skip = [f"notebooks/{p.name}" for p in (book / "notebooks").glob("*.ipynb") if p != target]
+    config = bb.read_yaml(ROOT / "_config.yml")
     # execute only the target; the rest render without outputs (they are here for cross-links)
-    config = re.sub(r"^execute:\n", "execute:\n  exclude_patterns: [%s]\n" % ", ".join(repr(s) for s in skip),
-                    config, count=1, flags=re.M)
-    (book / "_config.yml").write_text(config)
+    config.setdefault("execute", {})["exclude_patterns"] = sorted(
+        f"notebooks/{p.name}" for p in (book / "notebooks").glob("*.ipynb") if p != target)
+    (book / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
+                                      encoding="utf-8")
     return book, doc
 
 
@@ -84,7 +86,6 @@ def main(argv=None) -> int:
     page = html_dir / f"{doc}.html"
     ok = proc.returncode == 0 and page.exists() and not relevant
     if page.exists():
-        bb.postprocess(html_dir)
         problems = [p for p in bb.check_site(html_dir) if p.startswith(f"{doc}.html")]
         relevant += problems
         ok = ok and not problems

@@ -3,6 +3,13 @@
 A static page has no kernel, so an ipywidgets progress bar (what ``tqdm.auto`` draws in Jupyter) would be
 a dead widget there, and it would make the page load the widget manager from a CDN. In the build, every
 tqdm is therefore the plain one, disabled; readers running the notebook see the usual live bar.
+
+Why not tqdm's own switch, ``TQDM_DISABLE=1``? tqdm reads it as the *default* of ``disable``, and an
+explicit argument wins. In a kernel ``tqdm.auto`` is ``tqdm.notebook.tqdm``, whose ``__init__`` passes
+``disable=bool(kwargs.get("disable", False))`` to tqdm's, so the variable never takes effect there (nor
+for a caller's own ``disable=False``, e.g. ``train(..., progress=True)``); the widget is drawn anyway.
+tests/test_build_book.py checks both: that ``TQDM_DISABLE`` alone still leaves a widget (when that test
+fails, tqdm honours it and this file can go) and that this file leaves no progress output at all.
 """
 
 
@@ -22,7 +29,7 @@ def _transformer_lite_static_tqdm():
 
     for m in (tqdm.auto, tqdm.autonotebook, tqdm.notebook):
         m.tqdm, m.trange = tqdm_static, trange
-    tqdm.notebook.tqdm_notebook = tqdm_static
+    tqdm.notebook.tqdm_notebook, tqdm.notebook.tnrange = tqdm_static, trange
 
 
 _transformer_lite_static_tqdm()

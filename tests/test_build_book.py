@@ -1,0 +1,240 @@
+"""tools/build_book.py without a full build: the toc it reads, the configuration it relies on instead of
+editing the built HTML, the checks that fail the build, and the kernels' tqdm set-up."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import build_book as bb  # noqa: E402
+
+
+# ---------------------------------------------------------------- the site's JavaScript
+
+
+def test_npm_ci_runs_when_node_modules_differs_from_the_lock_not_when_files_are_newer(tmp_path):
+    lock = {"name": "x", "lockfileVersion": 3, "packages": {
+        "": {"name": "x", "dependencies": {"d3": "5.16.0"}},
+        "node_modules/d3": {"version": "5.16.0", "integrity": "sha512-aaa", "license": "BSD-3-Clause"}}}
+    _write(tmp_path / "package-lock.json", json.dumps(lock))
+    assert not bb.npm_matches_lock(tmp_path)  # nothing installed
+    hidden = {"name": "x", "lockfileVersion": 3, "packages": {k: v for k, v in lock["packages"].items() if k}}
+    _write(tmp_path / "node_modules" / ".package-lock.json", json.dumps(hidden))
+    assert bb.npm_matches_lock(tmp_path)
+    (tmp_path / "package-lock.json").touch()  # a copy or checkout makes the lock newer: still installed
+    assert bb.npm_matches_lock(tmp_path)
+    hidden["packages"]["node_modules/d3"]["version"] = "7.9.0"
+    _write(tmp_path / "node_modules" / ".package-lock.json", json.dumps(hidden))
+    assert not bb.npm_matches_lock(tmp_path)
+
+
+# ---------------------------------------------------------------- _toc.yml
+
+
+def test_the_toc_lists_every_notebook_and_page_and_nothing_else():
+    docs = bb.toc_entries(ROOT / "_toc.yml")
+    assert len(docs) == len(set(docs)), "a document is listed twice"
+    on_disk = {f"notebooks/{p.stem}" for p in (ROOT / "notebooks").glob("*.ipynb")}
+    on_disk |= {f"book/{p.stem}" for p in (ROOT / "book").glob("*.md")}
+    assert set(docs) == on_disk
+    assert docs[0] == "book/intro" and docs[1] == "notebooks/00_why_transformers"
+
+
+def _write(path: Path, text: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+NESTED_TOC = """\
+format: jb-book
+root: intro  # a comment
+parts:
+  - caption: "First: the basics"
+    chapters:
+      - file: a
+        sections:
+          - file: a1
+          - file: gone1
+  - caption: Encoder–decoder
+    chapters:
+      - file: gone2
+      - file: gone3
+  - caption: Last
+    chapters:
+      - file: b
+      - url: https://example.org
+        title: elsewhere
+"""
+
+
+def test_toc_entries_walks_every_level(tmp_path):
+    toc = _write(tmp_path / "_toc.yml", NESTED_TOC)
+    assert bb.toc_entries(toc) == ["intro", "a", "a1", "gone1", "gone2", "gone3", "b"]
+
+
+def test_existing_only_toc_drops_missing_files_and_the_parts_they_empty(tmp_path):
+    for doc in ("intro.md", "a.ipynb", "a1.md", "b.ipynb"):
+        _write(tmp_path / doc)
+    toc = _write(tmp_path / "_toc.yml", NESTED_TOC)
+    out = bb.existing_only_toc(tmp_path / "existing_toc.yml", toc=toc, root=tmp_path)
+    assert bb.toc_entries(out) == ["intro", "a", "a1", "b"]
+    data = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert [p["caption"] for p in data["parts"]] == ["First: the basics", "Last"]  # the emptied part is gone
+    assert data["parts"][1]["chapters"][1] == {"url": "https://example.org", "title": "elsewhere"}
+    assert "Encoder–decoder" not in out.read_text(encoding="utf-8")
+
+
+def test_existing_only_toc_of_the_book_keeps_every_existing_document(tmp_path):
+    out = bb.existing_only_toc(tmp_path / "_toc.yml")
+    assert bb.toc_entries(out) == [d for d in bb.toc_entries(ROOT / "_toc.yml") if bb.existing(d)]
+
+
+# ---------------------------------------------------------------- configuration instead of post-processing
+
+
+def _config() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+
+
+def test_the_theme_mode_is_configured():
+    assert _config()["sphinx"]["config"]["html_context"]["default_mode"] == bb.theme_mode() == "auto"
+
+
+def test_the_extensions_are_jupyter_books_own_without_thebe():
+    """_config.yml replaces JB's extension list to leave sphinx-thebe out; when a JB update changes its
+    list, this fails, and _config.yml's list must follow."""
+    from jupyter_book.config import get_default_sphinx_config
+
+    ours = _config()["sphinx"]["config"]["extensions"]
+    assert "sphinx_thebe" in get_default_sphinx_config()["extensions"]
+    assert ours == [e for e in get_default_sphinx_config()["extensions"] if e != "sphinx_thebe"] + [
+        "sphinxcontrib.bibtex"]
+    assert _config()["launch_buttons"]["thebe"] is False  # the extension would be needed for thebe
+
+
+# ---------------------------------------------------------------- the checks that fail the build
+
+PAGE = """<!DOCTYPE html><html lang="en" data-theme="auto"><head>
+<script>document.documentElement.dataset.mode = localStorage.getItem("mode") || "{mode}";</script>
+{extra}</head><body data-default-mode="{mode}"><main>text</main></body></html>"""
+
+
+def _site(tmp_path, mode="auto", extra=""):
+    html = tmp_path / "html"
+    _write(html / "index.html", '<meta http-equiv="Refresh" content="0; url=book/intro.html" />')  # as JB writes it
+    _write(html / "book" / "intro.html", PAGE.format(mode="auto", extra=""))
+    _write(html / "notebooks" / "ch.html", PAGE.format(mode=mode, extra=extra))
+    return html
+
+
+def test_check_site_passes_a_clean_site(tmp_path):
+    assert bb.check_site(_site(tmp_path), mode="auto") == []
+
+
+def test_check_site_fails_a_page_without_the_configured_mode(tmp_path):
+    problems = bb.check_site(_site(tmp_path, mode=""), mode="auto")
+    assert len(problems) == 1
+    assert problems[0].startswith("notebooks/ch.html: no data-default-mode=\"auto\"")
+
+
+@pytest.mark.parametrize("extra, what", [
+    ('<script src="https://unpkg.com/thebe@0.8.2/lib/index.js"></script>', "loads from another host"),
+    ('<link rel="stylesheet" href="//fonts.googleapis.com/css?family=Lato">', "loads from another host"),
+    ('<script type="application/vnd.jupyter.widget-view+json">{}</script>', "ipywidgets output"),
+])
+def test_check_site_fails_what_the_browser_would_fetch_or_could_not_run(tmp_path, extra, what):
+    problems = bb.check_site(_site(tmp_path, extra=extra), mode="auto")
+    assert len(problems) == 1 and problems[0].startswith("notebooks/ch.html: ") and what in problems[0]
+
+
+def test_check_site_fails_a_heavy_page(tmp_path):
+    html = _site(tmp_path, extra="<!--" + "x" * bb.MAX_PAGE + "-->")
+    assert [p.split(":")[0] for p in bb.check_site(html, mode="auto")] == ["notebooks/ch.html"]
+
+
+def test_theme_mode_refuses_a_config_without_it(tmp_path):
+    config = _write(tmp_path / "_config.yml", "title: x\nsphinx:\n  config:\n    html_static_path: [_assets]\n")
+    with pytest.raises(SystemExit, match="html_context.default_mode is not set"):
+        bb.theme_mode(config)
+    _write(config, "sphinx:\n  config:\n    html_context:\n      default_mode: night\n")
+    with pytest.raises(SystemExit, match="must be 'auto', 'light' or 'dark', got 'night'"):
+        bb.theme_mode(config)
+
+
+# ---------------------------------------------------------------- files the configuration names
+
+
+def _names_in_the_repository() -> set[str]:
+    names = set()
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_")) and d not in ("node_modules", "__pycache__")]
+        names.update(files)
+    return names
+
+
+def test_every_file_named_in_the_configuration_tools_and_prose_exists():
+    """Paths into the repository (tools/..., notebooks/..., binder/...) and every *.md named."""
+    named_in = [ROOT / "README.md", ROOT / "_config.yml", ROOT / "_toc.yml", *(ROOT / "book").glob("*.md"),
+                *(ROOT / "tools").glob("*.py"), *(ROOT / "tools").glob("*.sh"),
+                *(ROOT / "tools" / "site_assets").iterdir()]
+    names = _names_in_the_repository()
+    top = "tools|tests|notebooks|binder|benchmarks|transformer_lite|\\.ci"
+    missing = []
+    for f in named_in:
+        text = f.read_text(encoding="utf-8")
+        for ref in re.findall(r"(?<![\w./-])((?:%s)/[\w./-]*[\w-])" % top, text):
+            if "NN_" not in ref and not any((ROOT / f"{ref}{ext}").exists() for ext in ("", ".ipynb", ".md")):
+                missing.append(f"{f.relative_to(ROOT)}: {ref}")
+        missing += [f"{f.relative_to(ROOT)}: {m}" for m in re.findall(r"[\w.-]+\.md\b", text) if m not in names]
+    assert not missing
+
+
+# ---------------------------------------------------------------- tqdm in the build's kernels
+
+TQDM_CELLS = [
+    "from tqdm.auto import tqdm, trange\nfor _ in tqdm(range(3), desc='auto'): pass",
+    "for _ in tqdm(range(3), desc='explicit', disable=False): pass  # as train(..., progress=True) does",
+    "for _ in trange(3, desc='trange'): pass",
+    "from tqdm.notebook import tqdm as tqdm_notebook, tnrange\nfor _ in tqdm_notebook(tnrange(3)): pass",
+    "from tqdm.autonotebook import tqdm as tqdm_autonotebook\nfor _ in tqdm_autonotebook(range(3)): pass",
+]
+
+
+def _run_cells(cells, env, cwd) -> list[dict]:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute(env=env, cwd=str(cwd))
+    return [o for cell in nb.cells for o in cell.outputs]
+
+
+def _kinds(outputs) -> set:
+    return {o.get("name") or ",".join(sorted(o.get("data", {}))) for o in outputs}
+
+
+def test_tqdm_disable_alone_still_draws_a_widget_in_a_kernel(tmp_path):
+    """Why tools/kernel_startup.py exists. If this fails, tqdm honours TQDM_DISABLE in Jupyter now:
+    set it in build_book.build_env and delete the start-up file."""
+    env = bb.build_env(tmp_path / ".ipython")
+    env["IPYTHONDIR"] = str(tmp_path / "plain-ipython")  # no start-up file
+    env["TQDM_DISABLE"] = "1"
+    widgets = [o for o in _run_cells(TQDM_CELLS[:1], env, tmp_path) if "application/vnd.jupyter.widget-view+json" in
+               o.get("data", {})]
+    assert widgets, "tqdm.auto drew no widget with TQDM_DISABLE=1: switch the build to it"
+
+
+def test_the_builds_kernels_show_no_progress_output_at_all(tmp_path):
+    env = bb.build_env(tmp_path / ".ipython")
+    assert (tmp_path / ".ipython" / "profile_default" / "startup" / "00-transformer-lite-static.py").exists()
+    assert env["TRANSFORMER_LITE_STATIC"] == "1"
+    outputs = _run_cells(TQDM_CELLS, env, tmp_path)
+    assert not outputs, _kinds(outputs)
