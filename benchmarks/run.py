@@ -42,14 +42,14 @@ class TorchTranslator(nn.Module):
         super().__init__()
         self.src_embed, self.tgt_embed = copy.deepcopy(ours.src_embed), copy.deepcopy(ours.tgt_embed)
         self.src_pos, self.tgt_pos = copy.deepcopy(ours.src_pos), copy.deepcopy(ours.tgt_pos)
-        self.generator, self.core, self.pad_id = copy.deepcopy(ours.generator), core, ours.pad_id
+        self.output_projection, self.core, self.pad_id = copy.deepcopy(ours.output_projection), core, ours.pad_id
 
     def forward(self, src, tgt):
         src_kpm, tgt_kpm = src == self.pad_id, tgt == self.pad_id
         tgt_mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], dtype=torch.bool)
         h = self.core(self.src_pos(self.src_embed(src)), self.tgt_pos(self.tgt_embed(tgt)), tgt_mask=tgt_mask,
                       src_key_padding_mask=src_kpm, tgt_key_padding_mask=tgt_kpm, memory_key_padding_mask=src_kpm)
-        return self.generator(h)
+        return self.output_projection(h)
 
 
 def paired_models(cfg: dict, vocab: int):

@@ -109,19 +109,19 @@ def test_output_projection_is_d_by_v_and_tying_shares_not_copies():
     V, D = 50, 16
     kw = dict(d_model=D, nhead=4, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=32, dropout=0.0)
     tied = tl.Transformer(V, V, tie_embeddings=True, **kw)
-    assert tied.generator.weight.shape == (V, D) and tied.generator.weight is tied.tgt_embed.embedding.weight
+    assert tied.output_projection.weight.shape == (V, D) and tied.output_projection.weight is tied.tgt_embed.embedding.weight
     src, tgt = torch.randint(4, V, (2, 7)), torch.randint(4, V, (2, 5))
     assert tied(src, tgt).shape == (2, 5, V)
     copied = tl.Transformer(V, V, **kw)
     with torch.no_grad():
-        copied.generator.weight.copy_(copied.tgt_embed.embedding.weight)
+        copied.output_projection.weight.copy_(copied.tgt_embed.embedding.weight)
     assert tl.count_parameters(copied) - tl.count_parameters(tied) == V * D
     for m in (tied, copied):
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
         F.cross_entropy(m(src, tgt).reshape(-1, V), torch.randint(4, V, (10,))).backward()
         opt.step()
-    assert torch.equal(tied.generator.weight, tied.tgt_embed.embedding.weight)
-    assert not torch.equal(copied.generator.weight, copied.tgt_embed.embedding.weight)
+    assert torch.equal(tied.output_projection.weight, tied.tgt_embed.embedding.weight)
+    assert not torch.equal(copied.output_projection.weight, copied.tgt_embed.embedding.weight)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

@@ -144,3 +144,19 @@ def test_one_head_cannot_fetch_both_neighbours_two_heads_can():
     assert min(left1.item(), right1.item()) > 0.2 and left1.item() + right1.item() > 0.8
     assert sorted([left2.argmax().item(), right2.argmax().item()]) == [0, 1]  # one head per side
     assert min(left2.max().item(), right2.max().item()) > 0.6
+
+
+def test_forward_steps_project_kv_and_attend_are_the_chapters_steps():
+    torch.manual_seed(3)
+    mha = tl.MultiHeadAttention(12, 3)
+    x, memory = torch.randn(2, 4, 12), torch.randn(2, 6, 12)
+    k, v = mha._project_kv(memory, memory)  # without a cache: the same projection and split as for q
+    torch.testing.assert_close(k, tl.split_heads(mha.k_proj(memory), 3))
+    torch.testing.assert_close(v, tl.split_heads(mha.v_proj(memory), 3))
+    q = tl.split_heads(mha.q_proj(x), 3)
+    heads, w = tl.scaled_dot_product_attention(q, k, v)
+    for need_weights in (True, False):  # the readable path and the fused kernel
+        out, weights = mha(x, memory, memory, need_weights=need_weights)
+        torch.testing.assert_close(out, mha.out_proj(tl.merge_heads(heads)))
+        assert (weights is None) == (not need_weights)
+    torch.testing.assert_close(mha(x, memory, memory)[1], w)

@@ -164,7 +164,7 @@ def test_without_causal_mask_the_future_leaks():
     memory = model.encode(src)
 
     def unmasked(t):
-        return model.generator(model.decoder(model.tgt_pos(model.tgt_embed(t)), memory))
+        return model.output_projection(model.decoder(model.tgt_pos(model.tgt_embed(t)), memory))
 
     assert (unmasked(tgt2) - unmasked(tgt))[0, 0].abs().max() > 1e-3
 
@@ -212,3 +212,20 @@ def test_minus_1e9_does_not_fit_float16():
     with pytest.raises(RuntimeError):
         torch.zeros(3, dtype=torch.float16).masked_fill(torch.tensor([True, False, False]), -1e9)
     assert torch.tensor(-1e9).half().item() == float("-inf")
+
+
+def test_apply_mask_and_softmax_over_keys_the_functions_the_chapter_shows():
+    from transformer_lite.attention import apply_mask, softmax_over_keys
+
+    blocked, dead = _left_padded_blocked()
+    s = torch.randn(5, 5)
+    assert torch.equal(apply_mask(s, blocked), s.masked_fill(blocked, float("-inf")))
+    assert torch.equal(apply_mask(s, tl.bool_to_additive(blocked)), apply_mask(s, blocked))
+    assert apply_mask(s, None) is s
+    for mask in (blocked, tl.bool_to_additive(blocked)):
+        z = apply_mask(s, mask).requires_grad_()
+        w = softmax_over_keys(z)
+        assert w[dead].eq(0).all()
+        torch.testing.assert_close(w[~dead], torch.softmax(z[~dead], dim=-1))  # elsewhere: the plain softmax
+        (w * torch.randn(5, 5)).sum().backward()
+        assert torch.isfinite(z.grad).all() and z.grad[dead].eq(0).all()

@@ -107,7 +107,7 @@ def test_base_model_parameter_count_per_component():
     count = tl.count_parameters
     enc, dec = base.encoder.layers[0], base.decoder.layers[0]
     attn, ffn = 4 * (D * D + D), 2 * D * d_ff + d_ff + D
-    assert count(base.tgt_embed) == V * D and base.generator.weight is base.src_embed.embedding.weight
+    assert count(base.tgt_embed) == V * D and base.output_projection.weight is base.src_embed.embedding.weight
     assert count(enc.self_attn) == attn and count(dec.multihead_attn) == attn and count(enc.ff) == ffn
     total = V * D + V + N * (attn + ffn + 4 * D) + N * (2 * attn + ffn + 6 * D)
     assert count(base) == total == 63_119_496
@@ -137,11 +137,11 @@ def test_trained_encoder_carries_the_noun_into_the_measure_word(translator):
 
     model, data, _ = translator
     src = data.encode_source(["she has two cats", "she has two books"])
-    out = [data.tgt_vocab.decode(r) for r in greedy_decode(model, src, max_len=12, bos_id=BOS, eos_id=EOS)]
+    out = [data.tgt_vocab.decode(r) for r in greedy_decode(model, src, max_new_tokens=12, bos_id=BOS, eos_id=EOS)]
     assert out == ["她 有 两 只 猫", "她 有 两 本 书"]
     memory = model.encode(src)
     change = (memory[1] - memory[0]).norm(dim=-1)
     assert (change > 0.1).all()  # "two" (position 2) changes with the noun after it
     maps = model.attention_maps(src[:1], torch.tensor([[BOS]]))
-    assert len(maps.encoder) == model.config["num_encoder_layers"]
+    assert len(maps.encoder) == model.config.num_encoder_layers
     torch.testing.assert_close(maps.encoder[0].sum(-1), torch.ones_like(maps.encoder[0].sum(-1)))

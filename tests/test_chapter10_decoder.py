@@ -44,7 +44,7 @@ def test_decoder_layer_is_self_attention_then_cross_attention_then_ffn():
     ca = mha.out_proj(tl.merge_heads(out))
     x2 = layer.norm2(x1 + ca)
     x3 = layer.norm3(x2 + layer.ff(x2))
-    full, ws, wc = layer(y, memory, tgt_mask=mask, return_attention=True)
+    full, ws, wc = layer.forward_with_attention(y, memory, tgt_mask=mask)
     assert_close(x3, full)
     assert_close(wc, w_cross)
     assert wc.shape == (B, H, T, S) and ws.shape == (B, H, T, T)
@@ -110,17 +110,17 @@ def test_output_layer_is_a_d_by_v_linear_and_softmax():
     x = model.tgt_pos(model.tgt_embed(tgt))
     h = model.decoder(x, memory, tgt_mask=tl.causal_mask(tgt.shape[1]))
     logits = model.decode(tgt, memory, src=src)
-    W, b = model.generator.weight, model.generator.bias
+    W, b = model.output_projection.weight, model.output_projection.bias
     assert W.shape == (model.tgt_vocab_size, model.d_model)     # stored (V, D); the math's W is D x V
     assert logits.shape == (1, tgt.shape[1], model.tgt_vocab_size)
     assert_close(logits, h @ W.T + b)
     assert_close(logits.softmax(-1).sum(-1), torch.ones(1, tgt.shape[1]))
 
 
-def test_generator_share_of_the_base_model():
+def test_output_projection_share_of_the_base_model():
     with torch.device("meta"):
         base = tl.Transformer(37_000, 37_000)
-    n_gen = tl.count_parameters(base.generator)
+    n_gen = tl.count_parameters(base.output_projection)
     assert n_gen == 512 * 37_000 + 37_000
     assert n_gen > 4 * tl.count_parameters(base.decoder.layers[0])   # more than four decoder layers
 
@@ -129,8 +129,8 @@ def test_weight_tying_shares_one_tensor_and_saves_v_times_d():
     V = 13
     tied, untied = _model(V_tgt=V, tie_embeddings=True), _model(V_tgt=V)
     E = tied.tgt_embed.embedding.weight
-    assert tied.generator.weight is E and tied.generator.weight.data_ptr() == E.data_ptr()
-    assert untied.generator.weight is not untied.tgt_embed.embedding.weight
+    assert tied.output_projection.weight is E and tied.output_projection.weight.data_ptr() == E.data_ptr()
+    assert untied.output_projection.weight is not untied.tgt_embed.embedding.weight
     assert tl.count_parameters(untied) - tl.count_parameters(tied) == V * tied.d_model
     ids = torch.tensor([[1, 4, 5]])
     assert_close(tied.tgt_embed(ids), E[ids] * tied.d_model ** 0.5)   # the embedding scales by sqrt(D)
@@ -149,12 +149,12 @@ def test_tied_gradient_is_the_sum_of_both_uses_and_stays_tied_after_a_step():
     loss(tied).backward()
     loss(untied).backward()
     E = tied.tgt_embed.embedding.weight
-    assert_close(E.grad, untied.tgt_embed.embedding.weight.grad + untied.generator.weight.grad)
-    assert not torch.allclose(E.grad, untied.generator.weight.grad)     # both uses contribute
+    assert_close(E.grad, untied.tgt_embed.embedding.weight.grad + untied.output_projection.weight.grad)
+    assert not torch.allclose(E.grad, untied.output_projection.weight.grad)     # both uses contribute
     before = E.detach().clone()
     torch.optim.Adam(tied.parameters(), lr=1e-2).step()
     assert not torch.equal(before, E)
-    assert tied.generator.weight is tied.tgt_embed.embedding.weight
+    assert tied.output_projection.weight is tied.tgt_embed.embedding.weight
 
 
 @pytest.mark.parametrize("d_model, nhead, d_ff", [(512, 8, 2048), (1024, 16, 4096)])
@@ -190,7 +190,7 @@ def test_shipped_translator_cross_attention_aligns_words():
     sentence = "she eats rice at school today"
     assert sentence not in {en for en, _ in data.train_pairs}
     src = data.encode_source(sentence)
-    ys = greedy_decode(model, src, max_len=12, bos_id=BOS, eos_id=EOS)
+    ys = greedy_decode(model, src, max_new_tokens=12, bos_id=BOS, eos_id=EOS)
     assert data.tgt_vocab.decode(ys[0]) == dict(all_translation_pairs())[sentence] == "她 今天 在 学校 吃 饭"
     maps = model.attention_maps(src, ys[:, :-1])
     last = maps.cross[-1][0].mean(0)  # (T, S): last layer, averaged over the heads
@@ -205,7 +205,7 @@ def test_shipped_translator_cross_attention_aligns_words():
         eats, rice = float(row[english.index("eats")]), float(row[english.index("rice")])
         assert eats + rice > 0.9 and min(eats, rice) > 0.1
     torch.manual_seed(0)
-    untrained = tl.Transformer(**model.config).eval()
+    untrained = tl.Transformer(model.config).eval()
     entropy = lambda w: -(w * w.clamp_min(1e-12).log()).sum(-1).mean().item()  # noqa: E731
     trained_h, untrained_h = entropy(maps.cross[-1]), entropy(untrained.attention_maps(src, ys[:, :-1]).cross[-1])
     assert trained_h < 0.5 * untrained_h  # measured: 0.23 against 1.62 nats

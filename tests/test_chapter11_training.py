@@ -64,7 +64,7 @@ def test_without_the_causal_mask_rows_read_the_future():
     memory = model.encode(src)
 
     def out(ids, mask):
-        return model.generator(model.decoder(model.tgt_pos(model.tgt_embed(ids)), memory, tgt_mask=mask))
+        return model.output_projection(model.decoder(model.tgt_pos(model.tgt_embed(ids)), memory, tgt_mask=mask))
 
     T = inp.shape[1]
     masked = (out(inp, tl.causal_mask(T)) - out(changed, tl.causal_mask(T))).abs().amax(-1)[0]

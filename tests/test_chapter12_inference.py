@@ -88,13 +88,13 @@ def test_greedy_decode_equals_a_hand_written_loop_and_beam_of_one(model, src):
     for g, l in zip(greedy.tolist(), loop.tolist()):
         upto = g.index(EOS) + 1 if EOS in g else len(g)
         assert g[:upto] == l[:upto]
-    beam1 = beam_search(model, src, beam_size=1, max_len=10, bos_id=BOS, eos_id=EOS)
+    beam1 = beam_search(model, src, beam_size=1, max_new_tokens=10, bos_id=BOS, eos_id=EOS)
     assert torch.equal(beam1, greedy)
 
 
 def test_beam_search_ranks_by_length_normalised_log_probability(model, src):
     # The returned hypothesis is the finished one with the best log P / lp among those in the trace.
-    out, trace = beam_search(model, src[:1], beam_size=4, max_len=12, bos_id=BOS, eos_id=EOS, length_penalty=0.6,
+    out, trace = beam_search(model, src[:1], beam_size=4, max_new_tokens=12, bos_id=BOS, eos_id=EOS, length_penalty=0.6,
                              return_trace=True)
     finished = []
     for t in range(len(trace.tokens)):

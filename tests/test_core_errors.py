@@ -68,6 +68,31 @@ def test_token_ids_not_integers_or_out_of_range():
         m(good_src[0], good_tgt)
 
 
+class _CountingIds(torch.Tensor):
+    """Token ids that count how often their values are read (min/max: a device-to-host copy on a GPU)."""
+
+    reads = 0
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.min, torch.Tensor.max, torch.Tensor.item, torch.Tensor.tolist):
+            _CountingIds.reads += 1
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {}))
+
+
+def test_token_id_range_is_read_once_per_call_at_the_models_entrance():
+    m = model().eval()
+    src, tgt = torch.randint(1, 10, (2, 5)), torch.randint(1, 12, (2, 4))
+    _CountingIds.reads = 0
+    logits = m(src.as_subclass(_CountingIds), tgt.as_subclass(_CountingIds))
+    assert _CountingIds.reads == 4  # min and max of src (in encode) and of tgt (in decode); no layer reads them
+    torch.testing.assert_close(logits, m(src, tgt))
+    _CountingIds.reads = 0
+    tl.TokenEmbedding(10, 16)(src.as_subclass(_CountingIds))  # alone: dtype and shape only
+    assert _CountingIds.reads == 0
+
+
 def test_sequence_longer_than_max_len():
     m = model()
     with pytest.raises(ValueError, match=r"sequence length 9 exceeds the positional encoding's max_len \(8\)"):
@@ -78,7 +103,7 @@ def test_sequence_longer_than_max_len():
 
 
 def test_bad_constructor_arguments():
-    with pytest.raises(ValueError, match="activation must be 'relu' or 'gelu', got 'tanh'"):
+    with pytest.raises(ValueError, match=r"activation must be 'relu', 'gelu' or 'gelu_tanh' .*got 'tanh'"):
         tl.EncoderLayer(8, 2, activation="tanh")
     with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.5"):
         tl.MultiHeadAttention(8, 2, dropout=1.5)

@@ -116,7 +116,7 @@ def test_attention_maps_have_bertviz_shapes():
 def test_weight_tying_shares_one_matrix():
     tied = small_model(tie_embeddings=True)
     untied = small_model()
-    assert tied.generator.weight is tied.tgt_embed.weight
+    assert tied.output_projection.weight is tied.tgt_embed.weight
     assert tl.count_parameters(untied) - tl.count_parameters(tied) == 23 * 32
 
 

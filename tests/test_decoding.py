@@ -74,8 +74,8 @@ def test_greedy_decode_output_format_and_early_stop():
     ends_properly(ys)
     # Stop early: with EOS as the most likely first token everything ends after one step.
     with torch.no_grad():
-        model.generator.bias.fill_(-1e4)
-        model.generator.bias[EOS] = 1e4
+        model.output_projection.bias.fill_(-1e4)
+        model.output_projection.bias[EOS] = 1e4
     ys = greedy_decode(model, random_src(), 20, BOS, EOS)
     assert ys.tolist() == [[BOS, EOS]] * 4
 
@@ -178,9 +178,9 @@ def bad_calls():
     m = random_model()
     s = random_src()
     return [
-        (lambda: greedy_decode(m, s, 0, BOS, EOS), ValueError, "max_len"),
-        (lambda: greedy_decode(m, s, 10_000, BOS, EOS), ValueError, "max_len"),
-        (lambda: greedy_decode(m, s, 5.0, BOS, EOS), TypeError, "max_len"),
+        (lambda: greedy_decode(m, s, 0, BOS, EOS), ValueError, "max_new_tokens"),
+        (lambda: greedy_decode(m, s, 10_000, BOS, EOS), ValueError, "max_new_tokens"),
+        (lambda: greedy_decode(m, s, 5.0, BOS, EOS), TypeError, "max_new_tokens"),
         (lambda: greedy_decode(m, s.float(), 5, BOS, EOS), TypeError, "src"),
         (lambda: greedy_decode(m, s[0], 5, BOS, EOS), ValueError, "src"),
         (lambda: greedy_decode(m, s + 100, 5, BOS, EOS), ValueError, "src"),
@@ -189,7 +189,7 @@ def bad_calls():
         (lambda: greedy_decode(m, s, 5, BOS, "2"), TypeError, "eos_id"),
         (lambda: greedy_decode("model", s, 5, BOS, EOS), TypeError, "model"),
         (lambda: beam_search(m, s, 0, 5, BOS, EOS), ValueError, "beam_size"),
-        (lambda: beam_search(m, s, 2, 0, BOS, EOS), ValueError, "max_len"),
+        (lambda: beam_search(m, s, 2, 0, BOS, EOS), ValueError, "max_new_tokens"),
         (lambda: beam_search(m, s, 2.5, 5, BOS, EOS), TypeError, "beam_size"),
         (lambda: beam_search(m, s, 2, 5, BOS, EOS, length_penalty=-1), ValueError, "length_penalty"),
         (lambda: sample(m, s, 5, BOS, EOS, temperature=0), ValueError, "temperature"),

@@ -177,7 +177,7 @@ def test_train_is_deterministic_and_leaves_global_rng_alone():
         hist = train(model, src, tgt, steps=8, batch_size=16, optimizer=paper_adam(model.parameters()),
                      progress=False, seed=seed + 5, smoothing=0.1)
         assert torch.equal(torch.rand(1), before)  # the caller's random state is untouched
-        runs.append((hist.loss, model.generator.weight.detach().clone()))
+        runs.append((hist.loss, model.output_projection.weight.detach().clone()))
     assert runs[0][0] == runs[1][0]
     assert torch.equal(runs[0][1], runs[1][1])
     model = tiny_model(V=9, seed=seed, dropout=0.1)

@@ -12,7 +12,7 @@ A row whose keys are *all* masked has no valid softmax (every score is -inf).
 PyTorch returns NaN there, which then spreads through the whole model. Here
 such a row gets attention weights of exactly 0 and therefore an output of 0
 (before the output projection's bias): nothing is attended to, and nothing
-turns into NaN.
+turns into NaN (:func:`softmax_over_keys`).
 """
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._checks import check_float, check_mask, check_positive_int, check_probability, check_tensor
-from ._fused import fused_enabled
+from ._checks import (check_attention_inputs, check_mask, check_multihead_inputs, check_positive_int,
+                      check_probability, check_tensor)
+from ._fused import attend
 from .masks import merge_masks
 
 
@@ -36,14 +37,6 @@ class AttentionSteps(NamedTuple):
     masked: torch.Tensor  # scaled with -inf where masked (..., T, S)
     weights: torch.Tensor  # softmax over the keys       (..., T, S)
     output: torch.Tensor  # weights @ V                  (..., T, D_v)
-
-
-def _apply_mask(scaled: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
-    if attn_mask is None:
-        return scaled
-    if attn_mask.dtype == torch.bool:
-        return scaled.masked_fill(attn_mask, float("-inf"))  # True = may not attend
-    return scaled + attn_mask  # a float mask is added
 
 
 def scaled_dot_product_attention(
@@ -65,42 +58,38 @@ def scaled_dot_product_attention(
     :class:`AttentionSteps` with every intermediate tensor when ``return_steps``.
     ``scale`` defaults to 1/sqrt(d_k); pass ``scale=1.0`` to see attention without it.
     """
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        check_tensor(name, t, ndim=(2, 3, 4))
-        check_float(name, t)
-    if key.shape[-1] != query.shape[-1]:
-        raise ValueError(f"key must have the same last dimension as query ({query.shape[-1]}), got {tuple(key.shape)}")
-    if value.shape[-2] != key.shape[-2]:
-        raise ValueError(f"value must have as many positions as key ({key.shape[-2]}), got {tuple(value.shape)}")
-    check_probability("dropout_p", dropout_p)
-    if attn_mask is not None:
-        if not isinstance(attn_mask, torch.Tensor) or not (attn_mask.dtype == torch.bool or attn_mask.is_floating_point()):
-            got = attn_mask.dtype if isinstance(attn_mask, torch.Tensor) else type(attn_mask).__name__
-            raise TypeError(f"attn_mask must be a bool or float tensor, got {got}")
-        try:
-            torch.broadcast_shapes(attn_mask.shape, query.shape[:-1] + key.shape[-2:-1])
-        except RuntimeError:
-            raise ValueError(
-                f"attn_mask must broadcast to the scores' shape {tuple(query.shape[:-1] + key.shape[-2:-1])}, "
-                f"got {tuple(attn_mask.shape)}"
-            ) from None
-
+    check_attention_inputs(query, key, value, attn_mask, dropout_p)
     d_k = query.shape[-1]
-    scale = 1.0 / math.sqrt(d_k) if scale is None else scale
-    scores = query @ key.transpose(-2, -1)  # (..., T, d_k) @ (..., d_k, S) -> (..., T, S)
-    scaled = scores * scale
-    masked = _apply_mask(scaled, attn_mask)
-    # A fully masked row is all -inf, and softmax gives NaN there: make it 0 instead. The row is
-    # filled with 0 *before* the softmax too, else its NaN would reach the gradients of Q and K
-    # through an additive (float) mask.
-    dead_rows = torch.isneginf(masked).all(dim=-1, keepdim=True)
-    weights = torch.softmax(masked.masked_fill(dead_rows, 0.0), dim=-1).masked_fill(dead_rows, 0.0)
+    # Step 1 happened before this call: query, key and value hold the words' q, k and v as rows.
+    scores = query @ key.transpose(-2, -1)  # step 2: (..., T, d_k) @ (..., d_k, S) -> (..., T, S)
+    scaled = scores * (1.0 / math.sqrt(d_k) if scale is None else scale)  # step 3: divide by sqrt(d_k)
+    masked = apply_mask(scaled, attn_mask)  # blocked pairs -> -inf (chapter 8); no mask: masked == scaled
+    weights = softmax_over_keys(masked)  # step 4: softmax over the keys, each row sums to 1
     if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)
-    output = weights @ value  # (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
+        weights = F.dropout(weights, p=dropout_p)  # training only (paper §5.4)
+    output = weights @ value  # steps 5 and 6: (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
     if return_steps:
         return AttentionSteps(scores, scaled, masked, weights, output)
     return output, weights
+
+
+def apply_mask(scaled: torch.Tensor, attn_mask: torch.Tensor | None) -> torch.Tensor:
+    """The scores with the mask applied: a bool mask puts -inf where it is True, a float mask is added."""
+    if attn_mask is None:
+        return scaled
+    if attn_mask.dtype == torch.bool:
+        return scaled.masked_fill(attn_mask, float("-inf"))  # True = may not attend
+    return scaled + attn_mask  # 0 = may attend, -inf = may not
+
+
+def softmax_over_keys(masked: torch.Tensor) -> torch.Tensor:
+    """Softmax along the last axis (the keys), with weights 0 on a row whose keys are all masked.
+
+    Such a "dead" row is all -inf, and a plain softmax gives 0/0 = NaN there.
+    """
+    dead = torch.isneginf(masked).all(dim=-1, keepdim=True)  # (..., T, 1): every key masked
+    weights = torch.softmax(masked.masked_fill(dead, 0.0), dim=-1)  # 0s in: no NaN, not even in gradients
+    return weights.masked_fill(dead, 0.0)  # 0s out: a dead row attends to nothing
 
 
 def split_heads(x: torch.Tensor, nhead: int) -> torch.Tensor:
@@ -156,13 +145,21 @@ class KVCache:
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
-    Same arguments and masks as ``nn.MultiheadAttention(batch_first=True)``, but
-    ``forward`` returns the per-head weights (B, H, T, S) instead of their average.
+    ``nn.MultiheadAttention(d_model, nhead, dropout, bias, batch_first=True)`` written out, with the
+    same masks and the same numbers on copied weights (``from_torch``). What differs:
+
+    - the projections are three ``nn.Linear`` layers ``q_proj``, ``k_proj``, ``v_proj`` (torch stacks
+      W^Q, W^K, W^V in one ``in_proj_weight`` of shape (3D, D)); ``out_proj`` is the same;
+    - the weights come back per head, (B, H, T, S), instead of averaged over the heads
+      (torch's ``average_attn_weights=False``);
+    - batch-first only: tensors are (B, T, D);
+    - no ``add_bias_kv``, ``add_zero_attn``, ``kdim``/``vdim`` or ``is_causal``;
+    - ``forward(..., *, cache=None)``: a keyword-only :class:`KVCache` for incremental decoding.
 
     Shape:
         query (B, T, D), key and value (B, S, D);
         key_padding_mask (B, S); attn_mask (T, S) or (B*H, T, S); bool (True = blocked) or float (added).
-        Returns output (B, T, D) and weights (B, H, T, S) or None.
+        Returns output (B, T, D) and weights (B, H, T, S), or None when ``need_weights=False``.
     """
 
     def __init__(self, d_model: int, nhead: int, dropout: float = 0.0, bias: bool = True):
@@ -178,68 +175,29 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)  # W^V
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
 
-    def forward(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        key_padding_mask: torch.Tensor | None = None,
-        attn_mask: torch.Tensor | None = None,
-        need_weights: bool = True,
-        cache: KVCache | None = None,
-    ):
-        check_tensor("query", query, ndim=3, last_dim=self.d_model)
-        check_tensor("key", key, ndim=3, last_dim=self.d_model)
-        check_tensor("value", value, ndim=3, last_dim=self.d_model)
-        B, T, _ = query.shape
-        if key.shape[:2] != value.shape[:2] or key.shape[0] != B:
-            raise ValueError(
-                f"key and value must have shape (B={B}, S, {self.d_model}) with the same S, "
-                f"got key {tuple(key.shape)} and value {tuple(value.shape)}"
-            )
-        H = self.nhead
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None, *,
+                cache: KVCache | None = None):
+        check_multihead_inputs(query, key, value, self.d_model)
+        q = split_heads(self.q_proj(query), self.nhead)  # project, split: (B, T, D) -> (B, H, T, D_h)
+        k, v = self._project_kv(key, value, cache)  # the same for K and V: (B, S, D) -> (B, H, S, D_h)
+        mask = self._merge_masks(attn_mask, key_padding_mask, q, k)  # one mask, broadcast to (B, H, T, S)
+        dropout_p = self.dropout if self.training else 0.0
+        out, weights = attend(q, k, v, mask, dropout_p, need_weights)  # all heads at once: (B, H, T, D_h)
+        return self.out_proj(merge_heads(out)), weights  # merge, W^O: (B, H, T, D_h) -> (B, T, D) -> (B, T, D)
 
-        if fused_enabled() and query is key and key is value and not (cache is not None and cache.static):
-            q, k, v = self._packed_qkv(query)  # self-attention: the same three projections in one matmul
-        else:
-            q = split_heads(self.q_proj(query), H)  # (B, T, D) -> (B, H, T, D_h)
-            k = v = None
-            if not (cache is not None and cache.static and cache.k is not None):
-                k = split_heads(self.k_proj(key), H)  # (B, S, D) -> (B, H, S, D_h)
-                v = split_heads(self.v_proj(value), H)
-        if cache is not None and cache.static and cache.k is not None:
-            k, v = cache.k, cache.v  # cross-attention: the encoder's keys/values, projected on step 1
-        elif cache is not None:
-            k, v = cache.update(k, v)  # self-attention: earlier steps' keys/values + this step's
-        S = k.shape[-2]
+    def _project_kv(self, key, value, cache: KVCache | None = None):
+        """Keys and values of every head, (B, S, D) -> (B, H, S, D_h); with a cache, also the earlier steps'."""
+        if cache is not None and cache.static and len(cache):
+            return cache.k, cache.v  # cross-attention: the encoder's keys and values, projected at step 1
+        k = split_heads(self.k_proj(key), self.nhead)  # (B, S, D) -> (B, H, S, D_h)
+        v = split_heads(self.v_proj(value), self.nhead)
+        if cache is None:
+            return k, v
+        return cache.update(k, v)  # self-attention: the earlier steps' keys and values, then this step's
 
+    def _merge_masks(self, attn_mask, key_padding_mask, q, k):
+        """Check both masks against the shapes of q (B, H, T, D_h) and k (B, H, S, D_h), then merge them."""
+        B, H, T, S = q.shape[0], self.nhead, q.shape[2], k.shape[2]
         check_mask("key_padding_mask", key_padding_mask, [(B, S)])
         check_mask("attn_mask", attn_mask, [(T, S), (B * H, T, S)])
-        mask = merge_masks(attn_mask, key_padding_mask, B, T, S, dtype=q.dtype)  # broadcasts to (B, H, T, S)
-        p = self.dropout if self.training else 0.0
-
-        if not need_weights and fused_enabled() and not _has_dead_rows(mask):
-            # The same computation in one fused kernel (its bool masks mean "True = keep").
-            sdpa_mask = ~mask if mask is not None and mask.dtype == torch.bool else mask
-            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=sdpa_mask, dropout_p=p), None
-        else:
-            out, weights = scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, H, T, D_h)
-        out = self.out_proj(merge_heads(out))  # (B, H, T, D_h) -> (B, T, D) -> (B, T, D)
-        return out, (weights if need_weights else None)
-
-    def _packed_qkv(self, x: torch.Tensor):
-        """Q, K and V of self-attention from one (D, 3D) matmul -- what ``nn.MultiheadAttention``
-        does with its ``in_proj_weight``. Same numbers as the three Linear layers, fewer kernel calls."""
-        w = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (3D, D)
-        b = None if self.q_proj.bias is None else torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
-        q, k, v = F.linear(x, w, b).chunk(3, dim=-1)  # (B, T, 3D) -> three (B, T, D)
-        H = self.nhead
-        return split_heads(q, H), split_heads(k, H), split_heads(v, H)
-
-
-def _has_dead_rows(mask: torch.Tensor | None) -> bool:
-    """Does any query row have every key masked? (The fused kernel would give NaN there.)"""
-    if mask is None:
-        return False
-    blocked = mask if mask.dtype == torch.bool else torch.isneginf(mask)
-    return bool(blocked.all(dim=-1).any())
+        return merge_masks(attn_mask, key_padding_mask, B, T, S, dtype=q.dtype)

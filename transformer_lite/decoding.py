@@ -11,8 +11,9 @@ The source is encoded once. With the key/value cache (``model.new_cache()``) eac
 step feeds only the newest token and reuses the keys and values of the earlier
 ones, instead of re-running the decoder over the whole prefix.
 
-Lengths: ``max_len`` counts the tokens generated after ``<bos>`` (``<eos>``
-included), so the outputs have at most ``max_len + 1`` columns.
+Lengths: ``max_new_tokens`` counts the tokens generated after ``<bos>`` (``<eos>``
+included), so the outputs have at most ``max_new_tokens + 1`` columns. (The model's own
+``max_len`` is something else: the size of its position table.)
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from ._checks import check_positive_int, check_token_ids
+from ._checks import check_instance, check_int, check_number, check_positive_int, check_token_ids
+from .data import trim_padding
 
 
 # -- shared plumbing -------------------------------------------------------------------------
@@ -33,6 +35,7 @@ def _inference(fn):
     @functools.wraps(fn)
     def wrapper(model, *args, **kwargs):
         if not isinstance(model, nn.Module) or not all(hasattr(model, a) for a in ("encode", "decode", "new_cache")):
+            # duck-typed on purpose: any encoder-decoder with these three methods decodes
             raise TypeError(f"model must be an encoder-decoder with encode/decode/new_cache "
                             f"(e.g. transformer_lite.Transformer), got {type(model).__name__}")
         was_training = model.training
@@ -47,20 +50,20 @@ def _inference(fn):
 
 
 def _check_special(name: str, value, vocab_size: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int token id, got {type(value).__name__}")
+    check_int(name, value)
     if not 0 <= value < vocab_size:
         raise ValueError(f"{name} must lie in [0, {vocab_size}) (the target vocabulary size), got {value}")
     return value
 
 
-def _check_common(model, src, max_len, bos_id, eos_id):
-    check_token_ids("src", src, model.src_vocab_size)
+def _check_common(model, src, max_new_tokens, bos_id, eos_id):
+    check_token_ids("src", src)  # the values are checked once, by model.encode
     if src.shape[0] == 0 or src.shape[1] == 0:
         raise ValueError(f"src must hold at least one token per row and one row, got shape {tuple(src.shape)}")
-    check_positive_int("max_len", max_len)
-    if max_len + 1 > model.max_len:
-        raise ValueError(f"max_len + 1 must fit the model's positions (max_len <= {model.max_len - 1}), got {max_len}")
+    check_positive_int("max_new_tokens", max_new_tokens)
+    if max_new_tokens + 1 > model.max_len:
+        raise ValueError(f"max_new_tokens + 1 must fit the model's position table (model.max_len = {model.max_len}, "
+                         f"so max_new_tokens <= {model.max_len - 1}), got {max_new_tokens}")
     _check_special("bos_id", bos_id, model.tgt_vocab_size)
     _check_special("eos_id", eos_id, model.tgt_vocab_size)
     return src.to(next(model.parameters()).device)
@@ -73,14 +76,14 @@ def _step_logits(model, ys, memory, src, cache):
     return model.decode(ys, memory, src=src)[:, -1]  # (B, t, V) -> last position (B, V)
 
 
-def _autoregressive(model, src, max_len, bos_id, eos_id, use_cache, choose):
+def _autoregressive(model, src, max_new_tokens, bos_id, eos_id, use_cache, choose):
     """The decoding loop shared by greedy decoding and sampling; ``choose(logits (B, V)) -> (B,)``."""
     B = src.shape[0]
     memory = model.encode(src)  # (B, S, D), computed once
     cache = model.new_cache() if use_cache else None
     ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
+    for _ in range(max_new_tokens):
         logits = _step_logits(model, ys, memory, src, cache)  # (B, V)
         next_token = choose(logits)  # (B,)
         next_token = next_token.masked_fill(finished, model.pad_id)  # finished rows only get padding
@@ -94,33 +97,31 @@ def _autoregressive(model, src, max_len, bos_id, eos_id, use_cache, choose):
 # -- greedy, sampling ------------------------------------------------------------------------
 
 @_inference
-def greedy_decode(model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int,
+def greedy_decode(model, src: torch.Tensor, max_new_tokens: int, bos_id: int, eos_id: int,
                   use_cache: bool = True) -> torch.Tensor:
-    """Pick the most probable token at every step until ``eos_id`` (or ``max_len`` new tokens).
+    """Pick the most probable token at every step until ``eos_id`` (or ``max_new_tokens`` new tokens).
 
-    Shape: src (B, S) -> (B, L) with L <= max_len + 1; column 0 is ``bos_id``; after a row's
+    Shape: src (B, S) -> (B, L) with L <= max_new_tokens + 1; column 0 is ``bos_id``; after a row's
     ``eos_id`` come ``model.pad_id`` tokens. Stops as soon as every row has finished.
     ``use_cache=False`` re-runs the decoder over the whole prefix each step (same result, slower).
     """
-    src = _check_common(model, src, max_len, bos_id, eos_id)
-    return _autoregressive(model, src, max_len, bos_id, eos_id, use_cache, lambda logits: logits.argmax(dim=-1))
+    src = _check_common(model, src, max_new_tokens, bos_id, eos_id)
+    return _autoregressive(model, src, max_new_tokens, bos_id, eos_id, use_cache, lambda logits: logits.argmax(dim=-1))
 
 
 @_inference
-def sample(model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, temperature: float = 1.0,
+def sample(model, src: torch.Tensor, max_new_tokens: int, bos_id: int, eos_id: int, temperature: float = 1.0,
            top_k: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
     """Draw each next token from softmax(logits / temperature), optionally among the ``top_k`` best only.
 
     temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it.
     Shape: src (B, S) -> (B, L) as for :func:`greedy_decode`. Pass a seeded ``generator`` for repeatable draws.
     """
-    src = _check_common(model, src, max_len, bos_id, eos_id)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    src = _check_common(model, src, max_new_tokens, bos_id, eos_id)
+    check_number("temperature", temperature, positive=True)
     if top_k is not None:
         check_positive_int("top_k", top_k)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    check_instance("generator", generator, torch.Generator, allow_none=True)
 
     def choose(logits):  # (B, V) -> (B,)
         logits = logits / temperature
@@ -130,7 +131,7 @@ def sample(model, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, tem
         probs = torch.softmax(logits, dim=-1)  # (B, V)
         return torch.multinomial(probs, 1, generator=generator).squeeze(1)
 
-    return _autoregressive(model, src, max_len, bos_id, eos_id, True, choose)
+    return _autoregressive(model, src, max_new_tokens, bos_id, eos_id, True, choose)
 
 
 # -- beam search -----------------------------------------------------------------------------
@@ -169,7 +170,7 @@ class BeamTrace:
 
 
 @_inference
-def beam_search(model, src: torch.Tensor, beam_size: int, max_len: int, bos_id: int, eos_id: int,
+def beam_search(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, bos_id: int, eos_id: int,
                 length_penalty: float = 0.6, return_trace: bool = False):
     """Keep the ``beam_size`` most probable partial translations at every step; return the best finished one.
 
@@ -177,17 +178,16 @@ def beam_search(model, src: torch.Tensor, beam_size: int, max_len: int, bos_id: 
     lp(y) = ((5 + |y|) / 6)^length_penalty (Wu et al. 2016; |y| counts the tokens after
     ``<bos>``, ``<eos>`` included). ``length_penalty=0`` ranks by log-probability alone,
     which favours short outputs. A finished hypothesis keeps its score and stays in the beam;
-    the search stops when every beam of every row has finished (or after ``max_len`` tokens).
+    the search stops when every beam of every row has finished (or after ``max_new_tokens`` tokens).
 
     With ``beam_size=1`` this is exactly :func:`greedy_decode`.
 
-    Shape: src (B, S) -> (B, L), L <= max_len + 1, as for :func:`greedy_decode`;
+    Shape: src (B, S) -> (B, L), L <= max_new_tokens + 1, as for :func:`greedy_decode`;
     with ``return_trace=True`` returns ``(tokens, BeamTrace)``.
     """
-    src = _check_common(model, src, max_len, bos_id, eos_id)
+    src = _check_common(model, src, max_new_tokens, bos_id, eos_id)
     check_positive_int("beam_size", beam_size)
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or length_penalty < 0:
-        raise ValueError(f"length_penalty must be a number >= 0, got {length_penalty!r}")
+    check_number("length_penalty", length_penalty, minimum=0)
     B, K, pad = src.shape[0], beam_size, model.pad_id
     dev = src.device
 
@@ -203,7 +203,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int, max_len: int, bos_id: 
     finished = torch.zeros(B, K, dtype=torch.bool, device=dev)
     trace = BeamTrace([], [], [], [], torch.zeros(B, dtype=torch.long))
 
-    for _ in range(max_len):
+    for _ in range(max_new_tokens):
         logits = model.decode(ys[:, -1:], memory, src=src_k, cache=cache)[:, -1]  # (B*K, V)
         log_p = torch.log_softmax(logits.float(), dim=-1).view(B, K, -1)  # (B, K, V)
         V = log_p.shape[-1]
@@ -238,17 +238,11 @@ def beam_search(model, src: torch.Tensor, beam_size: int, max_len: int, bos_id: 
     final = torch.where(finished | ~finished.any(dim=1, keepdim=True), final, torch.tensor(float("-inf"), device=dev))
     best = final.argmax(dim=1)  # (B,)
     out = ys.view(B, K, -1)[torch.arange(B, device=dev), best]  # (B, L)
-    out = _trim_padding(out, pad)
+    out = trim_padding(out, pad)  # column 0, <bos>, always stays
     if return_trace:
         trace.best = best.cpu()
         return out, trace
     return out
-
-
-def _trim_padding(ys: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """Drop trailing columns that are padding in every row (column 0, <bos>, always stays)."""
-    used = (ys != pad_id).any(dim=0).nonzero()
-    return ys[:, : int(used.max()) + 1] if used.numel() else ys[:, :1]
 
 
 # -- scoring ---------------------------------------------------------------------------------
@@ -289,14 +283,14 @@ def exact_match(model, src: torch.Tensor, tgt: torch.Tensor, bos_id: int, eos_id
         raise ValueError("src must hold at least one row, got 0")
     check_positive_int("beam_size", beam_size)
     check_positive_int("batch_size", batch_size)
-    max_len = max(tgt.shape[1] - 1, 1)  # a longer output cannot match anyway
+    max_new_tokens = max(tgt.shape[1] - 1, 1)  # a longer output cannot match anyway
     hits = 0
     for i in range(0, src.shape[0], batch_size):
         s, t = src[i:i + batch_size], tgt[i:i + batch_size]
         if beam_size == 1:
-            pred = greedy_decode(model, s, max_len, bos_id, eos_id)
+            pred = greedy_decode(model, s, max_new_tokens, bos_id, eos_id)
         else:
-            pred = beam_search(model, s, beam_size, max_len, bos_id, eos_id, length_penalty=length_penalty)
+            pred = beam_search(model, s, beam_size, max_new_tokens, bos_id, eos_id, length_penalty=length_penalty)
         for p, y in zip(pred.tolist(), t.tolist()):
             hits += _until_eos(p, eos_id) == _until_eos(y, eos_id)
     return hits / src.shape[0]

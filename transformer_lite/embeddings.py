@@ -54,6 +54,9 @@ class TokenEmbedding(nn.Module):
     """Look up each token id's vector and multiply by sqrt(d_model) (paper §3.4).
 
     Shape: ids (B, L) long -> (B, L, D).
+    ``forward`` checks the ids' dtype and shape. Their range, [0, vocab_size), is checked once per call
+    where they enter the model (``Transformer.encode`` / ``decode``): reading the values costs a
+    device-to-host copy on a GPU. Used alone, an id out of range raises ``nn.Embedding``'s IndexError.
     """
 
     def __init__(self, vocab_size: int, d_model: int, padding_idx: int | None = None):
@@ -69,8 +72,8 @@ class TokenEmbedding(nn.Module):
         return self.embedding.weight
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        check_token_ids("ids", ids, self.vocab_size)
-        return self.embedding(ids) * self.scale
+        check_token_ids("ids", ids)
+        return self.embedding(ids) * self.scale  # (B, L) -> (B, L, D)
 
 
 class PositionalEncoding(nn.Module):

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from ._checks import check_positive_int, check_tensor
-from ._fused import fused_enabled
+from ._fused import normalize
 
 
 def layer_norm(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, eps: float = 1e-5):
@@ -32,26 +31,24 @@ class LayerNorm(nn.Module):
     """``nn.LayerNorm(d_model)`` with the formula in plain sight (see :func:`layer_norm`).
 
     Shape: x (..., D) -> (..., D). gamma (``weight``) starts at 1, beta (``bias``) at 0.
+    As in ``nn.LayerNorm``, ``bias=False`` keeps gamma but drops beta, and
+    ``elementwise_affine=False`` drops both.
     """
 
-    def __init__(self, d_model: int, eps: float = 1e-5, elementwise_affine: bool = True):
+    def __init__(self, d_model: int, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True):
         super().__init__()
         check_positive_int("d_model", d_model)
         if not isinstance(eps, (int, float)) or isinstance(eps, bool) or eps <= 0:
             raise ValueError(f"eps must be a positive float, got {eps!r}")
         self.d_model, self.eps = d_model, float(eps)
-        if elementwise_affine:
-            self.weight = nn.Parameter(torch.ones(d_model))  # gamma
-            self.bias = nn.Parameter(torch.zeros(d_model))  # beta
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        gamma = nn.Parameter(torch.ones(d_model)) if elementwise_affine else None
+        beta = nn.Parameter(torch.zeros(d_model)) if elementwise_affine and bias else None
+        self.register_parameter("weight", gamma)  # a None parameter keeps its name, as in nn.LayerNorm
+        self.register_parameter("bias", beta)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor("x", x, last_dim=self.d_model)
-        if fused_enabled():  # the same formula in one kernel (tests check that both agree)
-            return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
-        return layer_norm(x, self.weight, self.bias, self.eps)
+        return normalize(x, self.weight, self.bias, self.eps)  # layer_norm, or the same in one fused kernel
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}"

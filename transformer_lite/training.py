@@ -26,8 +26,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from ._checks import check_positive_int, check_probability, check_token_ids
-from .data import PAD
+from ._checks import (check_instance, check_int, check_number, check_positive_int, check_probability,
+                      check_token_ids)
+from .data import PAD, trim_padding
 
 
 def teacher_forcing(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -46,8 +47,8 @@ def smoothed_targets(labels: torch.Tensor, V: int, smoothing: float = 0.0) -> to
 
     Shape: labels (...) long -> (..., V); every row sums to 1.
     """
-    check_token_ids("labels", labels.reshape(1, -1) if isinstance(labels, torch.Tensor) else labels, V)
     check_positive_int("V", V)
+    check_token_ids("labels", labels.reshape(1, -1) if isinstance(labels, torch.Tensor) else labels, V)
     smoothing = check_probability("smoothing", smoothing)
     one_hot = F.one_hot(labels, V).float()  # (..., V)
     return (1.0 - smoothing) * one_hot + smoothing / V
@@ -64,10 +65,8 @@ def label_smoothed_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, smo
 
     Shape: logits (B, T, V) or (N, V) float, labels (B, T) or (N,) long -> scalar.
     """
-    if not isinstance(logits, torch.Tensor):
-        raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
-    if not isinstance(labels, torch.Tensor):
-        raise TypeError(f"labels must be a torch.Tensor, got {type(labels).__name__}")
+    check_instance("logits", logits, torch.Tensor)
+    check_instance("labels", labels, torch.Tensor)
     if not logits.is_floating_point():
         raise TypeError(f"logits must be a floating-point tensor, got dtype {logits.dtype}")
     if labels.dtype.is_floating_point or labels.dtype == torch.bool:
@@ -79,8 +78,9 @@ def label_smoothed_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, smo
     V = logits.shape[-1]
     keep = labels != ignore_index  # (B, T): positions that count
     safe = labels.masked_fill(~keep, 0)  # any valid id; these rows are dropped below
-    if int(keep.sum()) and (int(safe[keep].min()) < 0 or int(safe[keep].max()) >= V):
-        raise ValueError(f"labels must lie in [0, {V}) (the logits' last dimension) or equal ignore_index")
+    if not torch.compiler.is_compiling():  # a value check syncs with the device: skipped in a compiled graph
+        if int(keep.sum()) and (int(safe[keep].min()) < 0 or int(safe[keep].max()) >= V):
+            raise ValueError(f"labels must lie in [0, {V}) (the logits' last dimension) or equal ignore_index")
     log_p = torch.log_softmax(logits.float(), dim=-1)  # (B, T, V)
     q = smoothed_targets(safe, V, smoothing)  # (B, T, V)
     per_position = -(q * log_p).sum(dim=-1)  # (B, T)
@@ -97,8 +97,7 @@ def noam_lr(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> 
     check_positive_int("step", step)
     check_positive_int("d_model", d_model)
     check_positive_int("warmup_steps", warmup_steps)
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0:
-        raise ValueError(f"factor must be a positive number, got {factor!r}")
+    check_number("factor", factor, positive=True)
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
 
 
@@ -108,8 +107,7 @@ def warmup_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup_step
 
     Call ``scheduler.step()`` after every ``optimizer.step()``; update k (1, 2, ...) then uses noam_lr(k).
     """
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    check_instance("optimizer", optimizer, torch.optim.Optimizer)
     noam_lr(1, d_model, warmup_steps, factor)  # validates the arguments
     # LambdaLR multiplies each group's initial lr by the lambda, so divide it back out.
     lambdas = [lambda s, base=g["lr"]: noam_lr(s + 1, d_model, warmup_steps, factor) / base
@@ -119,8 +117,7 @@ def warmup_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup_step
 
 def paper_adam(params, lr: float = 1e-3) -> torch.optim.Adam:
     """Adam with the paper's settings (§5.3): beta1 = 0.9, beta2 = 0.98, eps = 1e-9."""
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or lr <= 0:
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    check_number("lr", lr, positive=True)
     # foreach: update all parameters in a few batched kernels (same numbers, less Python overhead)
     return torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9, foreach=True)
 
@@ -133,12 +130,6 @@ class History:
     lr: list = field(default_factory=list)  # learning rate used by each step
     evals: list = field(default_factory=list)  # [(step, eval_fn(model)), ...]
     seconds: float = 0.0  # wall-clock time of the whole run
-
-
-def _trim(batch: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """Drop the columns that are padding in every row (shorter batches train faster)."""
-    used = (batch != pad_id).any(dim=0).nonzero()
-    return batch[:, : int(used.max()) + 1] if used.numel() else batch
 
 
 def train(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, *, steps: int, batch_size: int,
@@ -155,19 +146,16 @@ def train(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, *, steps: int,
     with the model in eval mode. The model is on ``device`` (default: where its parameters are)
     and in training mode when this returns.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_instance("model", model, nn.Module)
     check_token_ids("src", src)
     check_token_ids("tgt", tgt)
     if src.shape[0] != tgt.shape[0]:
         raise ValueError(f"src and tgt must hold the same number of examples, got {src.shape[0]} and {tgt.shape[0]}")
     check_positive_int("steps", steps)
     check_positive_int("batch_size", batch_size)
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    check_instance("optimizer", optimizer, torch.optim.Optimizer)
     check_probability("smoothing", smoothing)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    check_int("seed", seed)
     if eval_every is not None:
         check_positive_int("eval_every", eval_every)
         if eval_fn is None:
@@ -194,8 +182,8 @@ def train(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, *, steps: int,
         bar = tqdm(range(1, steps + 1), desc="training", disable=not progress, leave=True)
         for step in bar:
             idx = torch.randint(0, N, (batch_size,), generator=batches)  # (B,)
-            src_b = _trim(src[idx], pad_id).to(device)  # (B, S)
-            tgt_b = _trim(tgt[idx], pad_id).to(device)  # (B, T + 1)
+            src_b = trim_padding(src[idx], pad_id).to(device)  # (B, S): shorter batches train faster
+            tgt_b = trim_padding(tgt[idx], pad_id, min_len=2).to(device)  # (B, T + 1)
             decoder_input, labels = teacher_forcing(tgt_b)  # (B, T), (B, T)
             logits = model(src_b, decoder_input)  # (B, T, V)
             loss = label_smoothed_cross_entropy(logits, labels, smoothing, ignore_index=pad_id)

@@ -141,8 +141,8 @@ class PatchEncoder(nn.Module):
         return torch.cat([cls, x], dim=1) + self.pos  # (B, N+1, D)
 
     def forward(self, images: torch.Tensor, return_attention: bool = False):
-        out = self.encoder(self.tokens(images), return_attention=return_attention)
-        h, weights = out if return_attention else (out, None)
+        z = self.tokens(images)  # (B, N+1, D)
+        h, weights = self.encoder.forward_with_attention(z) if return_attention else (self.encoder(z), None)
         logits = self.head(h[:, 0])  # classify from the [class] token's output
         return (logits, weights) if return_attention else logits
 

@@ -31,12 +31,12 @@ import torch
 from .._checks import check_positive_int
 from ..data import BOS, EOS, TranslationData, translation_task
 from ..decoding import exact_match
-from ..model import Transformer, count_parameters
+from ..model import Transformer, TransformerConfig, count_parameters
 from .runtime import num_threads
 from ..training import paper_adam, train, warmup_scheduler
 
 
-_CACHE_FORMAT = "2"  # bump when what the cache file holds changes
+_CACHE_FORMAT = "3"  # bump when what the cache file holds changes
 
 
 @dataclass(frozen=True)
@@ -47,14 +47,9 @@ class Recipe:
     n_train: int = 4000  # training sentence pairs
     n_test: int = 500  # held-out pairs: the exact-match accuracy is measured on these
     data_seed: int = 0
-    # model: a small Post-LN Transformer (the paper's layout, scaled down)
-    d_model: int = 64
-    nhead: int = 4
-    num_encoder_layers: int = 2
-    num_decoder_layers: int = 2
-    dim_feedforward: int = 128
-    dropout: float = 0.1
-    norm_first: bool = False
+    # model: a small Post-LN Transformer (the paper's layout, scaled down); the vocabulary sizes come from the data
+    model: TransformerConfig = TransformerConfig(d_model=64, nhead=4, num_encoder_layers=2, num_decoder_layers=2,
+                                                 dim_feedforward=128, dropout=0.1, max_len=64)
     # optimisation: the paper's Adam + warm-up schedule, label smoothing
     steps: int = 500
     batch_size: int = 64
@@ -88,10 +83,7 @@ def _data(recipe: Recipe) -> TranslationData:
 
 
 def _model(recipe: Recipe, data: TranslationData) -> Transformer:
-    return Transformer(len(data.src_vocab), len(data.tgt_vocab), d_model=recipe.d_model, nhead=recipe.nhead,
-                       num_encoder_layers=recipe.num_encoder_layers, num_decoder_layers=recipe.num_decoder_layers,
-                       dim_feedforward=recipe.dim_feedforward, dropout=recipe.dropout,
-                       norm_first=recipe.norm_first, max_len=64)
+    return Transformer(recipe.model.replace(src_vocab_size=len(data.src_vocab), tgt_vocab_size=len(data.tgt_vocab)))
 
 
 def _processor() -> str:
@@ -144,7 +136,7 @@ def train_tiny_translator(seed: int | None = None, progress: bool = True, device
         torch.manual_seed(recipe.seed)
         model = _model(recipe, data).to(device)
     optimizer = paper_adam(model.parameters())
-    scheduler = warmup_scheduler(optimizer, recipe.d_model, recipe.warmup_steps, factor=recipe.lr_factor)
+    scheduler = warmup_scheduler(optimizer, recipe.model.d_model, recipe.warmup_steps, factor=recipe.lr_factor)
     with num_threads(threads if device.type == "cpu" else None) as used_threads:
         history = train(model, data.train_src, data.train_tgt, steps=recipe.steps, batch_size=recipe.batch_size,
                         optimizer=optimizer, scheduler=scheduler, smoothing=recipe.smoothing, progress=progress,
@@ -178,7 +170,7 @@ def _sha256(path: Path) -> str:
 
 def _load(path: Path | None = None, saved: dict | None = None) -> Transformer:
     saved = saved if saved is not None else torch.load(path, map_location="cpu", weights_only=True)
-    model = Transformer(**saved["config"])
+    model = Transformer(TransformerConfig(**saved["config"]))
     model.load_state_dict(saved["state_dict"])
     return model.eval()
 
@@ -222,7 +214,7 @@ def tiny_translator(force_retrain: bool = False, progress: bool = True, recipe: 
     * With the book's recipe (the default) it is the model shipped with the package, made by
       ``make translator``: the same weights on every machine. ``report`` is the report written
       when it was trained (see :func:`train_tiny_translator`), plus ``source="shipped"``.
-    * ``force_retrain=True`` trains a fresh model here (about half a minute on a CPU) and returns it;
+    * ``force_retrain=True`` trains a fresh model here and returns it (its report says how long it took);
       the shipped file is left alone. On another machine a fresh model is a slightly different model.
     * Another ``recipe`` is trained once, then loaded from ``cache_dir()`` (``source="cache"``).
 
@@ -248,7 +240,8 @@ def tiny_translator(force_retrain: bool = False, progress: bool = True, recipe: 
     model = model.cpu()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    torch.save({"state_dict": model.state_dict(), "config": model.config, "report": json.dumps(report)}, tmp)
+    torch.save({"state_dict": model.state_dict(), "config": model.config.to_dict(), "report": json.dumps(report)},
+               tmp)
     os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
     return model, data, dict(report, source="trained", cache_file=str(path), from_cache=False)
 
@@ -264,7 +257,7 @@ def write_shipped_translator(progress: bool = True) -> dict:
     model = model.cpu().float()
     ASSETS.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()  # not a file: torch.save would write the temporary file's name into the archive
-    torch.save({"state_dict": model.state_dict(), "config": model.config}, buffer)
+    torch.save({"state_dict": model.state_dict(), "config": model.config.to_dict()}, buffer)
     tmp = SHIPPED_WEIGHTS.with_suffix(f".tmp{os.getpid()}")
     tmp.write_bytes(buffer.getvalue())
     os.replace(tmp, SHIPPED_WEIGHTS)
