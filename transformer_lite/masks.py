@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_positive_int, check_token_ids
+from ._checks import check_int, check_positive_int, check_token_ids
 
 
 def causal_mask(T: int, device=None) -> torch.Tensor:
@@ -27,8 +27,7 @@ def causal_mask(T: int, device=None) -> torch.Tensor:
 def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """(B, S) bool mask, ``True`` where ``ids == pad_id`` (those keys may not be attended to)."""
     check_token_ids("ids", ids)
-    if isinstance(pad_id, bool) or not isinstance(pad_id, int):
-        raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__}")
+    check_int("pad_id", pad_id)
     return ids == pad_id
 
 
