@@ -239,7 +239,7 @@ def test_the_installed_package_ships_the_translator(colab, source, tmp_path, cap
         "from transformer_lite.book.pretrained import tiny_translator\n"
         "pkg = pathlib.Path(transformer_lite.__file__).resolve().parent\n"
         "model, data, report = tiny_translator(progress=False)\n"
-        "sizes = {p.name: p.stat().st_size for p in (pkg / 'assets').iterdir()}\n"
+        "sizes = {p.name: p.stat().st_size for p in (pkg / 'book' / 'assets').iterdir()}\n"
         "print(json.dumps({'package': str(pkg), 'sizes': sizes, 'source': report['source'],\n"
         "                  'torch': torch.__version__, 'cuda': torch.version.cuda}))\n")
     out = json.loads(_run([colab["python"], "-c", script], cwd=tmp_path / "empty", env=env).stdout.splitlines()[-1])
@@ -250,7 +250,7 @@ def test_the_installed_package_ships_the_translator(colab, source, tmp_path, cap
         name = Path(rel).name
         assert name in out["sizes"], f"{rel} is not in the installed package: {sorted(out['sizes'])}"
         assert 0 < out["sizes"][name] < MAX_ASSET_BYTES
-        assert (pkg / "assets" / name).read_bytes() == (source / rel).read_bytes()
+        assert (pkg / "book" / "assets" / name).read_bytes() == (source / rel).read_bytes()
     # the Colab command kept the preinstalled torch (no second, CUDA, torch came along)
     assert out["torch"].split("+")[0] == torch_pin().split("==")[1], out["torch"]
     assert out["cuda"] is None
