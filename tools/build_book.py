@@ -179,6 +179,8 @@ def build_env(ipython_dir: Path = ROOT / "_build" / ".ipython") -> dict:
     """The environment of the build, and so of its notebook kernels."""
     env = dict(os.environ)
     env["TRANSFORMER_LITE_STATIC"] = "1"  # read by transformer_lite.book.interactive in the notebook kernels
+    # an exercise's check that rejects the chapter's own solution fails the build (transformer_lite.book.check)
+    env["TRANSFORMER_LITE_STRICT_EXERCISES"] = "1"
     # no ipywidgets progress bars (dead on a static page): kernels run tools/kernel_startup.py first
     # (TQDM_DISABLE=1 would not do: tqdm.auto's notebook bar passes disable=False explicitly)
     startup = ipython_dir / "profile_default" / "startup"

@@ -37,6 +37,7 @@ def run_notebook(path, cwd=None, env: dict | None = None, timeout: int = 300) ->
     kernel_env = dict(os.environ)
     kernel_env.pop("TRANSFORMER_LITE_STATIC", None)
     kernel_env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    kernel_env["TRANSFORMER_LITE_STRICT_EXERCISES"] = "1"  # a check that rejects its solution is an error
     kernel_env.update(env or {})
     client = NotebookClient(nb, timeout=timeout, kernel_name=_this_python_kernel(), allow_errors=False,
                             resources={"metadata": {"path": str(workdir)}})

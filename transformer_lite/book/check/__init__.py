@@ -1,0 +1,203 @@
+"""The checks of the book's exercises: ``check.exercise_5_2(my_answer)``.
+
+Every exercise in a chapter has three parts: a cell where the reader writes an answer, a one-line
+check the reader runs, and a worked solution (folded away). The check says what was expected, in
+which shape, and gives a hint when the answer is wrong, and a short confirmation when it is right::
+
+    from transformer_lite.book import check
+    check.exercise_3_1(z_machines)      # -> ✓ right / ✗ what is wrong, and a hint / … not answered yet
+
+A check does not raise on a wrong answer (the reader fixes it and runs the cell again); it returns a
+:class:`Verdict`, which is falsy unless the answer is right. The book's build and notebook runner set
+``TRANSFORMER_LITE_STRICT_EXERCISES=1``: then a wrong answer raises :class:`ExerciseError`, so the
+solution cell, which calls the same check, proves that every check accepts a right answer.
+
+The checks of chapter N live in ``chNN.py`` (appendix A in ``appendix_a.py``), registered with
+:func:`exercise`; ``check.exercise_N_M`` imports the chapter's module on first use. Each check
+registers wrong answers it must reject (``tests/test_exercises.py`` runs them).
+"""
+from __future__ import annotations
+
+import functools
+import html
+import importlib
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["Verdict", "ExerciseError", "Wrong", "exercise", "registry", "STRICT_ENV"]
+
+STRICT_ENV = "TRANSFORMER_LITE_STRICT_EXERCISES"
+MODULES = [f"ch{n:02d}" for n in range(15)] + ["appendix_a", "appendix_c"]
+
+_REGISTRY: dict[str, "Exercise"] = {}
+
+
+class ExerciseError(AssertionError):
+    """A check rejected an answer while ``TRANSFORMER_LITE_STRICT_EXERCISES=1`` (the build)."""
+
+
+class Wrong(Exception):
+    """Raised inside a check: ``Wrong(what is wrong, hint=...)``; the check returns it as a verdict."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message, self.hint = message, hint
+
+
+class NotAnswered(Exception):
+    """Raised inside a check when the answer is still the skeleton (``...`` or ``None``)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of a check: ``status`` is "right", "wrong" or "todo"; truthy only when right."""
+
+    exercise: str
+    status: str
+    message: str
+    hint: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.status == "right"
+
+    def _text(self) -> str:
+        mark = {"right": "✓", "wrong": "✗", "todo": "…"}[self.status]
+        text = f"{mark} Exercise {self.exercise}: {self.message}"
+        if self.hint:
+            text += f"\n  Hint: {self.hint}"
+        return text
+
+    def __repr__(self) -> str:
+        return self._text()
+
+    def _repr_html_(self) -> str:
+        colour = {"right": "#1a7f37", "wrong": "#cf222e", "todo": "#6e7781"}[self.status]
+        lines = html.escape(self._text()).replace("\n", "<br>")
+        return (f'<div class="tl-verdict tl-verdict-{self.status}" role="status" '
+                f'style="border-left:4px solid {colour};padding:0.3em 0.8em;white-space:pre-wrap">{lines}</div>')
+
+
+@dataclass
+class Exercise:
+    number: str
+    function: Callable[..., Any]
+    wrong: list[Callable[[], tuple]] = field(default_factory=list)
+
+
+def _is_skeleton(value) -> bool:
+    return value is None or value is Ellipsis
+
+
+def exercise(number: str, *, wrong: list[Callable[[], tuple]]):
+    """Register ``function`` as the check of exercise ``number`` ("5.2", "A.1").
+
+    ``function(*answers)`` returns a success message (str) or raises :class:`Wrong`. ``wrong`` is a
+    list of zero-argument callables, each returning a tuple of answers that the check must reject.
+    An answer that is ``...`` or ``None`` counts as not answered yet; :func:`call` does the same for a
+    reader's function that still returns ``...`` or ``None``.
+    """
+    if not wrong:
+        raise ValueError(f"exercise {number}: wrong must list at least one wrong answer, got {wrong!r}")
+
+    def decorate(function):
+        @functools.wraps(function)
+        def run(*answers) -> Verdict:
+            try:
+                if any(_is_skeleton(a) for a in answers):
+                    raise NotAnswered
+                message = function(*answers)
+                verdict = Verdict(number, "right", message or "right.")
+            except NotAnswered:
+                verdict = Verdict(number, "todo", "not answered yet: write your answer in the cell above "
+                                                  "(replace the ...), then run this check again.")
+            except Wrong as e:
+                verdict = Verdict(number, "wrong", e.message, e.hint)
+            if not verdict and verdict.status == "wrong" and os.environ.get(STRICT_ENV) == "1":
+                raise ExerciseError(repr(verdict))
+            return verdict
+
+        _REGISTRY[number] = Exercise(number, run, list(wrong))
+        return run
+
+    return decorate
+
+
+def registry() -> dict[str, Exercise]:
+    """Every exercise of the book, by number (imports every chapter's checks)."""
+    for name in MODULES:
+        try:
+            importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+    return dict(_REGISTRY)
+
+
+def __getattr__(name: str):
+    # check.exercise_5_2 -> ch05.exercise_5_2 ; check.exercise_A_1 -> appendix_a.exercise_A_1
+    parts = name.split("_")
+    if len(parts) == 3 and parts[0] == "exercise":
+        module = f"ch{int(parts[1]):02d}" if parts[1].isdigit() else f"appendix_{parts[1].lower()}"
+        try:
+            mod = importlib.import_module(f"{__name__}.{module}")
+        except ModuleNotFoundError:
+            mod = None
+        if mod is not None and hasattr(mod, name):
+            return getattr(mod, name)
+    raise AttributeError(f"transformer_lite.book.check has no {name!r}")
+
+
+# ---- small helpers the chapters' checks share ---------------------------------------------------------
+
+def call(function, *args, name: str = "your function", **kwargs):
+    """Call the reader's function; a skeleton (returns ``...``/None) counts as not answered yet."""
+    if not callable(function):
+        raise Wrong(f"expected a function, got {type(function).__name__}.")
+    try:
+        out = function(*args, **kwargs)
+    except NotImplementedError:
+        raise NotAnswered from None
+    except Exception as e:  # the reader's code raised: say so, as a wrong answer, not a traceback
+        raise Wrong(f"{name} raised {type(e).__name__}: {e}") from None
+    if _is_skeleton(out):
+        raise NotAnswered
+    return out
+
+
+def tensor(answer, name: str, shape: tuple | None = None):
+    """The answer as a float tensor of ``shape`` (lists and numpy arrays are accepted)."""
+    import torch
+
+    if not isinstance(answer, torch.Tensor):
+        try:
+            answer = torch.as_tensor(answer, dtype=torch.float32)
+        except (TypeError, ValueError, RuntimeError):
+            raise Wrong(f"{name} should be a tensor, got {type(answer).__name__}.") from None
+    answer = answer.detach().cpu()
+    if shape is not None and tuple(answer.shape) != tuple(shape):
+        raise Wrong(f"{name} should have shape {tuple(shape)}, got {tuple(answer.shape)}.")
+    return answer
+
+
+def close(answer, expected, name: str, hint: str | None = None, atol: float = 1e-4, rtol: float = 1e-4):
+    """Raise :class:`Wrong` unless ``answer`` equals ``expected`` (a tensor) within tolerance."""
+    import torch
+
+    answer = tensor(answer, name, tuple(expected.shape))
+    expected = expected.detach().cpu().to(answer.dtype) if answer.is_floating_point() else expected.detach().cpu()
+    if not torch.allclose(answer.double(), expected.double(), atol=atol, rtol=rtol):
+        diff = (answer.double() - expected.double()).abs().max().item()
+        raise Wrong(f"{name} is not right: the largest difference from the expected values is {diff:.3g}.", hint)
+    return answer
+
+
+def number(answer, expected: float, name: str, hint: str | None = None, rel: float = 1e-3, abs_: float = 1e-6):
+    """Raise :class:`Wrong` unless the number ``answer`` is ``expected`` within tolerance."""
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        raise Wrong(f"{name} should be a number, got {type(answer).__name__}.") from None
+    if abs(value - expected) > max(abs_, rel * abs(expected)):
+        raise Wrong(f"{name} = {value:g} is not right.", hint)
+    return value
