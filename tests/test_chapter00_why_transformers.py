@@ -119,7 +119,7 @@ def test_no_recurrent_scale_keeps_the_rnn_gradient_balanced_over_256_tokens():
     assert g.max() / g.min() < 100
 
 
-def test_shipped_benchmark_results_hold_what_chapters_0_and_12_show():
+def test_shipped_benchmark_results_hold_what_chapter_12_shows():
     from transformer_lite.book.pretrained import benchmark_results
 
     bench = benchmark_results()
@@ -139,8 +139,45 @@ def test_benchmark_results_is_none_when_the_file_is_absent(monkeypatch, tmp_path
     assert pretrained.benchmark_results() is None
 
 
-@pytest.mark.parametrize("name", ["00_why_transformers.ipynb", "12_inference.ipynb"])
-def test_chapter_reads_the_benchmarks_from_the_package_not_the_checkout(name):
-    text = (NOTEBOOK.parent / name).read_text(encoding="utf-8")
+def test_chapter_12_reads_the_benchmarks_from_the_package_not_the_checkout():
+    text = (NOTEBOOK.parent / "12_inference.ipynb").read_text(encoding="utf-8")
     assert "benchmark_results()" in text
     assert "../" not in text and "results.json" not in text
+
+
+def test_chapter_0_leaves_the_benchmarks_to_chapter_12_and_says_how_to_use_the_book_first():
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    text = "".join("".join(c["source"]) for c in cells)
+    assert "benchmark_results()" not in text and "[chapter 12](12_inference.ipynb)" in text
+    headings = [line for c in cells if c["cell_type"] == "markdown" for line in c["source"] if line.startswith("## ")]
+    assert headings[0].strip() == "## How to use this book"
+
+
+@pytest.fixture(scope="module")
+def bottleneck():
+    """The linear RNN with a rotation as its recurrent matrix, and the least-squares read-out, from the notebook."""
+    ns = {"torch": torch, "math": __import__("math")}
+    exec(_cell("torch.manual_seed(0)\nD_state, d_in"), ns)
+    return ns
+
+
+@pytest.mark.parametrize("T", [2, 4, 12, 24])
+def test_the_last_state_holds_at_most_D_numbers_worth_of_the_sentence(bottleneck, T):
+    ns = bottleneck
+    D, d = ns["D_state"], ns["d_in"]
+    torch.testing.assert_close(ns["W"] @ ns["W"].T, torch.eye(D), atol=1e-5, rtol=1e-5)  # a rotation
+    g = torch.Generator().manual_seed(T)
+    sentences = torch.randn(3000, T, d, generator=g)
+    states = ns["linear_rnn"](sentences)
+    assert abs(ns["readable_fraction"](states[:, -1], sentences.flatten(1)) - min(1.0, D / (T * d))) < 0.05
+    assert ns["readable_fraction"](states.flatten(1), sentences.flatten(1)) > 0.999  # all the states: everything
+
+
+def test_the_base_configuration_is_the_papers():
+    base = tl.TransformerConfig()
+    assert (base.num_encoder_layers, base.num_decoder_layers, base.d_model, base.nhead, base.dim_feedforward,
+            base.dropout, base.norm_first) == (6, 6, 512, 8, 2048, 0.1, False)
+    model = nn.Transformer()
+    layer = model.encoder.layers[0]
+    assert (len(model.encoder.layers), len(model.decoder.layers), model.d_model, layer.self_attn.num_heads,
+            layer.linear1.out_features) == (6, 6, 512, 8, 2048)

@@ -81,3 +81,60 @@ def test_sharing_saves_two_tables():
     separate = tl.Transformer(500, 500, **kw)
     shared = tl.Transformer(500, 500, share_embeddings=True, tie_embeddings=True, **kw)
     assert tl.count_parameters(separate) - tl.count_parameters(shared) == 2 * 500 * 32
+
+
+def _code_cell(startswith):
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    (src,) = ["".join(c["source"]) for c in cells
+              if c["cell_type"] == "code" and "".join(c["source"]).lstrip().startswith(startswith)]
+    return src
+
+
+def test_the_toy_tokenizer_makes_one_token_of_a_chinese_clause(tokenize):
+    assert tokenize("我爱你。") == ["我爱你", "。"]
+    assert tokenize("我们明天在公园看电视") == ["我们明天在公园看电视"]
+    assert len(tokenize("我 爱 你")) == 3
+
+
+def test_bpe_learns_the_merges_of_sennrich_et_al():
+    from collections import Counter
+
+    ns = {"Counter": Counter}
+    exec(_code_cell("def most_frequent_pair("), ns)
+    words = {tuple(w) + ("</w>",): n for w, n in {"low": 5, "lower": 2, "newest": 6, "widest": 3}.items()}
+    merges = []
+    for _ in range(10):
+        pair = ns["most_frequent_pair"](words)
+        merges.append(pair)
+        words = ns["merge"](words, pair)
+    # The merges of Sennrich et al. (2016), Algorithm 1, on the same corpus; the checks' copy agrees.
+    assert merges == [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w"), ("n", "e"), ("ne", "w"),
+                      ("new", "est</w>"), ("low", "</w>"), ("w", "i")]
+    from transformer_lite.book.check import ch01
+
+    assert ch01.learn_bpe() == merges
+    assert ch01.bpe_segment("lowest", merges) == ("low", "est</w>")
+
+
+def test_the_translators_chinese_side_is_segmented_into_words_by_the_grammar():
+    from transformer_lite.book.pretrained import RECIPE
+    from transformer_lite.data import all_translation_pairs, translation_task
+
+    task = translation_task(RECIPE.n_train, RECIPE.n_test, seed=RECIPE.data_seed)
+    vocab = task.tgt_vocab
+    assert {"我们", "图书馆", "苹果", "没有"} <= set(vocab.itos) and "每 天" not in vocab.itos
+    for _, zh in all_translation_pairs():
+        ids = vocab.encode(zh)
+        assert UNK not in ids and len(ids) == len(zh.split())
+    assert vocab.encode("我们明天在公园看电视") == [UNK]
+
+
+def test_the_embedding_factor_gives_unit_entries_only_from_tensor2tensors_init():
+    D, V = 512, 1000
+    torch.manual_seed(0)
+    t2t = torch.randn(V, D) / math.sqrt(D)
+    assert abs((t2t * math.sqrt(D)).std().item() - 1) < 0.01
+    assert abs((nn.Embedding(V, D).weight.detach() * math.sqrt(D)).std().item() - math.sqrt(D)) < 0.5
+    # tl.Transformer's tables are Xavier-uniform: std sqrt(2 / (V + D)), as the chapter's check assumes
+    model = tl.Transformer(V, V, d_model=D, nhead=8, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=64)
+    assert abs(model.src_embed.weight.std().item() - math.sqrt(2 / (V + D))) < 0.001

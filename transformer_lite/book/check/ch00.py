@@ -1,0 +1,158 @@
+"""Checks of chapter 0's exercises (transformer_lite.book.check)."""
+import math
+from collections import deque
+
+import torch
+import torch.nn as nn
+
+import transformer_lite as tl
+
+from . import Wrong, call, exercise, number
+
+
+def _positions(answer, name):
+    """The reader's list of output positions, as a sorted list of ints."""
+    try:
+        values = sorted({int(v) for v in answer})
+    except (TypeError, ValueError):
+        raise Wrong(f"{name} should be a list of output positions (ints from 0 to 9), "
+                    f"got {type(answer).__name__}.") from None
+    if any(not 0 <= v <= 9 for v in values):
+        raise Wrong(f"{name} should hold positions from 0 to 9 (a 10-token input), got {values}.")
+    return values
+
+
+def _changed_outputs():
+    """Which outputs of an RNN and of self-attention change when only token 7 of 10 changes."""
+    g = torch.Generator().manual_seed(0)
+    D = 16
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        rnn = nn.RNN(D, D, batch_first=True)
+        attn = tl.MultiHeadAttention(D, 2).eval()
+    x = torch.randn(1, 10, D, generator=g)
+    x2 = x.clone()
+    x2[0, 7] += 1.0
+    with torch.no_grad():
+        r, r2 = rnn(x)[0][0], rnn(x2)[0][0]
+        a, a2 = attn(x, x, x)[0][0], attn(x2, x2, x2)[0][0]
+    return ([t for t in range(10) if not torch.allclose(r[t], r2[t])],
+            [t for t in range(10) if not torch.allclose(a[t], a2[t])])
+
+
+@exercise("0.1", wrong=[lambda: ([7, 8, 9], [7, 8, 9]),           # "attention is causal too" (it is not: no mask)
+                        lambda: ([7], [7]),                       # only the changed token itself
+                        lambda: (list(range(10)), [7, 8, 9]),     # the two answers swapped
+                        lambda: ([0, 1, 2, 3, 4, 5, 6, 7], list(range(10)))])  # the RNN's outputs before 7
+def exercise_0_1(my_rnn_changed, my_attn_changed):
+    rnn_expected, attn_expected = _changed_outputs()
+    if _positions(my_rnn_changed, "my_rnn_changed") != rnn_expected:
+        raise Wrong("my_rnn_changed is not right: it should list every output position of the RNN that changes.",
+                    hint="h_t is computed from h_{t-1} and x_t, so it depends on tokens 0..t: which outputs "
+                         "can token 7 reach, and which were computed before it was read?")
+    if _positions(my_attn_changed, "my_attn_changed") != attn_expected:
+        raise Wrong("my_attn_changed is not right: it should list every output position of self-attention that "
+                    "changes.", hint="Without a mask, every output of self-attention is a weighted average over the "
+                                     "values of ALL positions, earlier and later ones alike.")
+    return "the RNN's outputs from position 7 on change; every output of self-attention changes."
+
+
+def _conv_layers_needed(d, k, positions=64, max_layers=64):
+    """Breadth-first search over a stack of width-k convolutions: layers for input 0 to reach position d."""
+    half = k // 2
+    dist, queue = {(0, 0): 0}, deque([(0, 0)])
+    while queue:
+        layer, t = queue.popleft()
+        if t == d and layer > 0:
+            return layer
+        if layer == max_layers:
+            continue
+        for u in range(max(0, t - half), min(positions, t + half + 1)):
+            if (layer + 1, u) not in dist:
+                dist[layer + 1, u] = dist[layer, t] + 1
+                queue.append((layer + 1, u))
+    raise ValueError(f"position {d} not reached in {max_layers} layers")
+
+
+@exercise("0.2", wrong=[lambda: (lambda d, k: d,),                             # the RNN's answer: one step per token
+                        lambda: (lambda d, k: math.ceil(d / (k - 1)),),        # k - 1 instead of (k - 1) / 2
+                        lambda: (lambda d, k: d // ((k - 1) // 2),),           # rounded down
+                        lambda: (lambda d, k: max(1, math.ceil(math.log(d + 1, k))),)])  # dilated convolutions
+def exercise_0_2(my_layers_needed):
+    for k in (3, 5, 7):
+        for d in (1, 2, 5, 10, 33, 63):
+            expected = _conv_layers_needed(d, k)
+            got = call(my_layers_needed, d, k, name="my_layers_needed(d, k)")
+            number(got, expected, f"my_layers_needed({d}, {k})",
+                   hint="One layer of width k lets a position see (k - 1) / 2 positions further on each side; "
+                        "count how many such hops input 0 needs to reach position d (a partial hop still "
+                        "costs a layer).", rel=0.0, abs_=1e-9)
+    return "a stack of width-k convolutions needs ⌈2d / (k − 1)⌉ layers to connect positions d apart: O(n/k)."
+
+
+def _gru_gradient_ratios(seeds=range(3), D=64, T=64):
+    """|∂y_last/∂x_0| / |∂y_last/∂x_last| for freshly initialised GRUs, one per seed."""
+    ratios = []
+    with torch.random.fork_rng():
+        for seed in seeds:
+            torch.manual_seed(seed)
+            gru = nn.GRU(D, D, batch_first=True)
+            x = torch.randn(1, T, D, requires_grad=True)
+            gru(x)[0][0, -1].sum().backward()
+            g = x.grad[0].norm(dim=1)
+            ratios.append((g[0] / g[-1]).item())
+    return ratios
+
+
+@exercise("0.3", wrong=[lambda: (2.5e-22,),      # the plain RNN's ratio
+                        lambda: (0.5,),          # attention's ratio: GRU gates do not make the path short
+                        lambda: (3.5e13,),       # last / first instead of first / last
+                        lambda: (1.0,)])
+def exercise_0_3(my_gru_ratio):
+    ratios = _gru_gradient_ratios()
+    low, high = min(ratios) / 30, max(ratios) * 30   # freshly initialised GRUs, seeds 0-2, with a wide margin
+    try:
+        value = float(my_gru_ratio)
+    except (TypeError, ValueError):
+        raise Wrong(f"my_gru_ratio should be a number, got {type(my_gru_ratio).__name__}.") from None
+    if not value > 0:
+        raise Wrong("my_gru_ratio should be a positive number: a ratio of two gradient norms.")
+    if value > 1:
+        raise Wrong(f"my_gru_ratio = {value:.3g} is larger than 1, but the GRU's gradient from token 0 is far "
+                    "SMALLER than its gradient from the last token.",
+                    hint="Divide the gradient from token 0 by the gradient from the last token (g[0] / g[-1]).")
+    if value > high:
+        raise Wrong(f"my_gru_ratio = {value:.3g} is much larger than a freshly initialised GRU gives.",
+                    hint="Did you measure the GRU? Use input_gradients(lambda x: gru(x)[0], 64) with "
+                         "gru = nn.GRU(D, D, batch_first=True); attention's ratio is the one near 1.")
+    if value < low:
+        raise Wrong(f"my_gru_ratio = {value:.3g} is much smaller than a freshly initialised GRU gives.",
+                    hint="That is about what the plain RNN gives. Measure the GRU itself: "
+                         "input_gradients(lambda x: gru(x)[0], 64) with gru = nn.GRU(D, D, batch_first=True).")
+    return ("a fresh GRU's gradient from token 0 is many orders of magnitude larger than the plain RNN's, "
+            "yet still far below 1/100 of its gradient from the last token: gating helps, the long path remains.")
+
+
+def _attention_weights(T, nhead):
+    """How many attention weights one self-attention layer computes for one sentence of T tokens."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        attn = tl.MultiHeadAttention(d_model=4 * nhead, nhead=nhead).eval()
+    x = torch.randn(1, T, 4 * nhead, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        _, weights = attn(x, x, x)                      # (B, H, T, T)
+    return weights[0].numel()
+
+
+@exercise("0.4", wrong=[lambda: (lambda T, nhead: T * T,),          # one head only
+                        lambda: (lambda T, nhead: nhead * T,),      # one weight per token and head
+                        lambda: (lambda T, nhead: T * (T + 1) // 2 * nhead,),  # as if masked (the encoder is not)
+                        lambda: (lambda T, nhead: 512 * T,)])       # T x D: the layer's output, not its weights
+def exercise_0_4(my_attention_weights):
+    for T, nhead in ((25, 8), (10, 2), (7, 1), (100, 16)):
+        got = call(my_attention_weights, T, nhead, name=f"my_attention_weights({T}, {nhead})")
+        number(got, _attention_weights(T, nhead), f"my_attention_weights({T}, {nhead})", rel=0.0, abs_=1e-9,
+               hint="Each head computes one weight for every (query, key) pair of positions, and self-attention "
+                    "in the encoder has no mask: every one of the T queries meets every one of the T keys.")
+    return (f"one self-attention layer computes H × T² weights per sentence: {_attention_weights(25, 8):,} for "
+            f"the base model (H = 8) at T = 25.")
