@@ -132,3 +132,47 @@ def test_slow_dimensions_take_new_values_beyond_the_training_length():
     lam = tl.wavelengths(D).double()
     assert outside[lam <= L].max() == 0
     assert outside[lam > 10 * L].min() == 1
+
+
+# ---- the circulating reversed frequencies; adding vs concatenating; dropout on the sum ----------------------
+
+def test_reversed_frequencies_give_the_circulating_first_row_at_512():
+    from transformer_lite import pitfalls
+
+    right = tl.sinusoidal_positional_encoding(4, 512)
+    wrong = pitfalls.positional_encoding_reversed_frequencies(4, 512)
+    assert [round(v, 4) for v in right[1, :2].tolist()] == [0.8415, 0.5403]
+    assert [round(v, 4) for v in wrong[1, :2].tolist()] == [0.0001, 1.0]
+    torch.testing.assert_close(wrong[:, :2], right[:, -2:])
+
+
+def test_a_map_of_a_concatenation_is_a_sum_of_maps():
+    torch.manual_seed(0)
+    x, p, W = torch.randn(5, 8), tl.sinusoidal_positional_encoding(5, 8), torch.randn(3, 16)
+    torch.testing.assert_close(torch.cat([x, p], 1) @ W.T, x @ W[:, :8].T + p @ W[:, 8:].T)
+    torch.testing.assert_close(torch.cat([x, p], 1) @ torch.cat([W[:, :8]] * 2, 1).T, (x + p) @ W[:, :8].T)
+
+
+def test_positions_fill_few_directions_that_random_words_barely_use():
+    pe = tl.sinusoidal_positional_encoding(100, 512).double()
+    _, s, Vh = torch.linalg.svd(pe, full_matrices=False)
+    r = int(((s ** 2).cumsum(0) / (s ** 2).sum() < 0.99).sum()) + 1
+    words = torch.randn(1000, 512, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    share = ((words @ Vh[:r].T) ** 2).sum(1) / (words ** 2).sum(1)
+    assert r < 512 / 10 and abs(share.mean() / (r / 512) - 1) < 0.1
+
+
+def test_dropout_acts_on_the_sum_in_training_only():
+    torch.manual_seed(0)
+    module = tl.PositionalEncoding(16, max_len=64, dropout=0.1)
+    x = torch.randn(8, 40, 16)
+    summed = x + tl.sinusoidal_positional_encoding(40, 16)
+    out = module.train()(x)
+    kept = out != 0
+    torch.testing.assert_close(out[kept], summed[kept] / 0.9)
+    assert 0.06 < 1 - kept.float().mean() < 0.14
+    torch.testing.assert_close(module.eval()(x), summed)
+    assert tl.PositionalEncoding(16).dropout.p == 0.0
+    model = tl.Transformer(src_vocab_size=5, tgt_vocab_size=5, d_model=16, nhead=2, num_encoder_layers=1,
+                           num_decoder_layers=1, dim_feedforward=16)
+    assert model.src_pos.dropout.p == model.tgt_pos.dropout.p == 0.1

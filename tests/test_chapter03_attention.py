@@ -125,3 +125,69 @@ def test_softmax_jacobian_formula_and_its_collapse():
             assert J.abs().max() > largest
         else:
             assert J.abs().max() < 1e-3
+
+
+# ---- additive attention (teaching code in the notebook), what was new, and the exercises' constants ----------
+
+def _notebook_cell(startswith):
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    (src,) = ["".join(c["source"]) for c in cells
+              if c["cell_type"] == "code" and "".join(c["source"]).lstrip().startswith(startswith)]
+    return src
+
+
+@pytest.fixture(scope="module")
+def AdditiveAttention():
+    namespace = {"torch": torch, "math": math}
+    exec(compile(_notebook_cell("class AdditiveAttention"), str(NOTEBOOK), "exec"), namespace)
+    return namespace["AdditiveAttention"]
+
+
+def test_additive_attention_is_the_formula_pair_by_pair(AdditiveAttention):
+    torch.manual_seed(0)
+    layer = AdditiveAttention(6, 5)
+    q, k, v = torch.randn(2, 3, 6), torch.randn(2, 4, 6), torch.randn(2, 4, 7)  # a batch axis in front
+    with torch.no_grad():
+        out, w = layer(q, k, v)
+        e = layer.scores(q, k)
+        for b, i, j in [(0, 0, 0), (1, 2, 3), (0, 1, 2)]:
+            e_ij = layer.w.weight[0] @ torch.tanh(layer.W_1.weight @ q[b, i] + layer.W_2.weight @ k[b, j])
+            torch.testing.assert_close(e[b, i, j], e_ij)
+        assert layer.hidden(q, k).shape == (2, 3, 4, 5) and out.shape == (2, 3, 7)
+        torch.testing.assert_close(w, torch.softmax(e, dim=-1))
+        torch.testing.assert_close(out, w @ v)
+        big = layer.scores(1e6 * q, 1e6 * k)
+    assert big.abs().max() <= layer.w.weight.abs().sum() + 1e-5   # tanh bounds the score, whatever the inputs
+
+
+def test_additive_scores_keep_their_spread_as_d_k_grows(AdditiveAttention):
+    torch.manual_seed(1)
+    spreads = []
+    for dk in (16, 1024):
+        with torch.no_grad():
+            spreads.append(AdditiveAttention(dk, 64).scores(torch.randn(200, dk), torch.randn(200, dk)).std().item())
+    assert 0.5 < spreads[1] / spreads[0] < 2
+
+
+def test_the_transformer_has_no_recurrence_and_no_convolution():
+    model = tl.Transformer(src_vocab_size=20, tgt_vocab_size=20, d_model=16, nhead=2, num_encoder_layers=3,
+                           num_decoder_layers=2, dim_feedforward=32)
+    assert not any(isinstance(m, (torch.nn.RNNBase, torch.nn.Conv1d, torch.nn.Conv2d)) for m in model.modules())
+    assert sum(isinstance(m, tl.MultiHeadAttention) for m in model.modules()) == 3 + 2 * 2
+
+
+def test_the_checks_use_the_chapters_constants():
+    from transformer_lite.book.check import ch03
+
+    ns = {"torch": torch}
+    exec(compile(_notebook_cell("def show("), str(NOTEBOOK), "exec"), ns)       # the Thinking Machines matrices
+    for name, value in [("X", ch03._X), ("W_Q", ch03._W_Q), ("W_K", ch03._W_K), ("W_V", ch03._W_V)]:
+        torch.testing.assert_close(ns[name], value)
+    ns = {"torch": torch, "show": lambda *a, **k: None}
+    exec(compile(_notebook_cell("sentence = "), str(NOTEBOOK), "exec"), ns)     # the hand-made sentence
+    assert ns["sentence"] == ch03.SENTENCE and ns["features"] == ch03.FEATURES and ns["lexicon"] == ch03.LEXICON
+    ns2 = dict(ns, tl=tl)
+    exec(compile(_notebook_cell("W_K_s = "), str(NOTEBOOK), "exec"), ns2)
+    q, k = ch03._sentence_qk()
+    torch.testing.assert_close(ns2["X_s"] @ ns2["W_Q_s"], q.float())
+    torch.testing.assert_close(ns2["X_s"] @ ns2["W_K_s"], k.float())
