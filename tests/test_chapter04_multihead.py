@@ -25,6 +25,37 @@ def test_split_gives_each_head_a_slice_of_features_of_every_word():
         assert (xs[0, h] // 10).tolist() == [[t] * 4 for t in range(T)]  # one word per row
 
 
+def test_every_head_reads_every_input_feature_only_q_is_split():
+    # the chapter's opening claim: the split cuts q = x W^Q, not x; each head depends on all D input features
+    torch.manual_seed(0)
+    D, H = 8, 2
+    mha = tl.MultiHeadAttention(D, H)
+    x = torch.randn(1, 3, D)
+    for proj in (mha.q_proj, mha.k_proj, mha.v_proj):
+        for h in range(H):
+            J = torch.autograd.functional.jacobian(lambda i: tl.split_heads(proj(i), H)[0, h], x)  # (T, D_h, 1, T, D)
+            assert (J.abs().sum(dim=(0, 1, 2, 3)) > 0).all()
+    J_x = torch.autograd.functional.jacobian(lambda i: tl.split_heads(i, H)[0, 0], x)  # the misconception's picture
+    assert (J_x.abs().sum(dim=(0, 1, 2, 3))[D // H:] == 0).all()
+
+
+def test_torch_multihead_attention_is_sequence_first_by_default():
+    torch.manual_seed(0)
+    batch_first = nn.MultiheadAttention(16, 4, batch_first=True)
+    seq_first = nn.MultiheadAttention(16, 4)
+    assert seq_first.batch_first is False
+    seq_first.load_state_dict(batch_first.state_dict())
+    x = torch.randn(2, 6, 16)  # (B, S, D)
+    out_sbd, _ = seq_first(x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1))
+    torch.testing.assert_close(out_sbd.transpose(0, 1), batch_first(x, x, x)[0])
+    torch.testing.assert_close(tl.from_torch(seq_first)(x, x, x)[0], batch_first(x, x, x)[0])  # ours: batch-first
+    misread, _ = seq_first(x, x, x)  # (B, S, D) where (S, B, D) is expected: no error ...
+    x2 = x.clone()
+    x2[1] += 1.0
+    assert misread.shape == x.shape
+    assert (seq_first(x2, x2, x2)[0][0] - misread[0]).abs().max() > 1e-3  # ... but the sentences attend to each other
+
+
 def test_merge_without_transpose_keeps_shape_but_mixes_words():
     T, D, H = 3, 8, 2
     x = (10 * torch.arange(T)[:, None] + torch.arange(D)[None, :]).float()[None]

@@ -1,6 +1,8 @@
-"""Chapter 5's claims, checked through the package: residuals keep gradients alive, LayerNorm
-by hand (biased variance, eps inside the root), the unbiased pitfall, gamma/beta, the
-position-wise FFN (= 1x1 convolution) and its share of the parameters, the Add & Norm block."""
+"""Chapter 5's claims, checked through the package: residuals give the gradient a path (and a
+normalised initialisation alone keeps a deep plain stack's gradient too), LayerNorm by hand (biased
+variance, eps inside the root), the unbiased pitfall and the circulating [0.2, -0.5, 0.8, 0.3]
+example, gamma/beta, the position-wise FFN (= 1x1 convolution) and its share of the parameters, the
+Add & Norm block."""
 import pytest
 import torch
 import torch.nn as nn
@@ -10,9 +12,18 @@ import transformer_lite as tl
 from transformer_lite import pitfalls
 
 
-def first_layer_grad(depth, residual, layer_norm, d_model=32):
+def _normalised_init(ffn):
+    nn.init.kaiming_normal_(ffn.linear1.weight, nonlinearity="relu")
+    nn.init.kaiming_normal_(ffn.linear2.weight, nonlinearity="linear")
+    nn.init.zeros_(ffn.linear1.bias)
+    nn.init.zeros_(ffn.linear2.bias)
+
+
+def first_layer_grad(depth, residual, layer_norm, d_model=32, init=None):
     torch.manual_seed(0)
     ffns = [tl.FeedForward(d_model, 4 * d_model, dropout=0.0) for _ in range(depth)]
+    for ffn in ffns if init else []:
+        init(ffn)
     norms = [tl.LayerNorm(d_model) for _ in range(depth)]
     g = torch.Generator().manual_seed(0)
     h, target = torch.randn(16, 10, d_model, generator=g), torch.randn(16, 10, d_model, generator=g)
@@ -31,6 +42,13 @@ def test_residual_connections_keep_the_first_layers_gradient():
         assert first_layer_grad(depth, residual=True, layer_norm=False) > 0.05
 
 
+def test_normalised_initialisation_keeps_a_deep_plain_stacks_gradient():
+    # He et al. 2016, section 1: vanishing gradients are "largely addressed by normalized initialization"
+    assert first_layer_grad(64, residual=False, layer_norm=False) == 0.0
+    alive = first_layer_grad(64, residual=False, layer_norm=False, init=_normalised_init)
+    assert alive > 0.05 * first_layer_grad(1, residual=False, layer_norm=False, init=_normalised_init)
+
+
 def test_residual_block_jacobian_is_identity_plus_sublayer_jacobian():
     f = tl.FeedForward(4, 16, dropout=0.0)
     x = torch.randn(4)
@@ -47,6 +65,16 @@ def test_layer_norm_worked_example():
     assert_close(nn.LayerNorm(4)(x), expected)
     with tl.use_fused(False):
         assert_close(tl.LayerNorm(4)(x), expected)
+
+
+def test_circulating_worked_example_uses_the_unbiased_variance():
+    x = torch.tensor([0.2, -0.5, 0.8, 0.3])
+    assert abs(x.var(correction=0).item() - 0.215) < 1e-6  # LayerNorm's (biased) variance
+    assert round(x.var().item(), 2) == 0.29  # the "variance = 0.29" of the circulating example
+    out = nn.LayerNorm(4)(x)
+    assert_close(out, torch.tensor([0.0, -1.51, 1.29, 0.22]), atol=0.005, rtol=0)
+    assert_close(tl.layer_norm(x), out)
+    assert ((x - x.mean()) / 0.29 ** 0.5 - out).abs().max() > 0.1
 
 
 def test_unbiased_variance_pitfall_shrinks_outputs_by_sqrt_d_minus_1_over_d():

@@ -1,0 +1,145 @@
+"""Checks of chapter 5's exercises (transformer_lite.book.check): LayerNorm, RMSNorm and the FFN."""
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.nn.functional as F
+
+import transformer_lite as tl
+
+from . import Wrong, call, close, exercise, number, tensor
+
+_VARIANCE_HINT = ("LayerNorm divides by the biased variance: the mean of the squared deviations (divide by D, "
+                  "torch's correction=0), not torch.var's default, which divides by D - 1.")
+
+
+# ---- 5.1: LayerNorm by hand ----------------------------------------------------------------------------
+
+def _by_hand_unbiased():
+    x = torch.tensor([2.0, 4.0, 6.0, 8.0])
+    return 5.0, x.var().item(), (x - 5) / x.var().sqrt()
+
+
+@exercise("5.1", wrong=[_by_hand_unbiased, lambda: (5.0, 5.0, [-3.0, -1.0, 1.0, 3.0]), lambda: (5.0, 20.0, [-1, 0, 0, 1])])
+def exercise_5_1(my_mean, my_variance, my_output):
+    x = torch.tensor([2.0, 4.0, 6.0, 8.0])
+    number(my_mean, x.mean().item(), "my_mean", hint="the mean of the four numbers.")
+    number(my_variance, x.var(correction=0).item(), "my_variance", hint=_VARIANCE_HINT)
+    close(my_output, F.layer_norm(x, (4,)), "my_output",
+          hint="subtract the mean, then divide by the square root of (the biased variance + eps); eps = 1e-5 "
+               "changes only the sixth decimal.")
+    return "mean 5, biased variance 20 / 4 = 5, output (x - 5) / sqrt(5): equal to nn.LayerNorm(4)."
+
+
+# ---- 5.2: LayerNorm from scratch ---------------------------------------------------------------------------
+
+def _unbiased_ln(x, gamma, beta, eps=1e-5):
+    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * gamma + beta
+
+
+def _eps_outside(x, gamma, beta, eps=1e-5):
+    return (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True, correction=0).sqrt() + eps) * gamma + beta
+
+
+def _annotated_transformer(x, gamma, beta, eps=1e-5):
+    return gamma * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + eps) + beta
+
+
+def _no_affine(x, gamma, beta, eps=1e-5):
+    return F.layer_norm(x, x.shape[-1:], eps=eps)
+
+
+_LN_MISTAKES = [
+    (_unbiased_ln, "you divided by the unbiased variance (D - 1, torch.var's default). " + _VARIANCE_HINT),
+    (_annotated_transformer, "that is the Annotated Transformer's version: the unbiased std and eps outside the root. "
+                             + _VARIANCE_HINT + " And eps goes inside the square root: sqrt(var + eps)."),
+    (_eps_outside, "eps goes inside the square root, sqrt(var + eps), not std + eps. It matters for a nearly "
+                   "constant token, whose variance is comparable to eps (one is in the test batch)."),
+    (_no_affine, "apply the learned scale gamma and shift beta after normalizing: gamma * x_hat + beta."),
+]
+
+
+@exercise("5.2", wrong=[lambda m=m: (m,) for m, _ in _LN_MISTAKES] + [lambda: (lambda x, gamma, beta, eps=1e-5: x,)])
+def exercise_5_2(my_layer_norm):
+    g = torch.Generator().manual_seed(0)
+    D = 8
+    x = torch.randn(2, 3, D, generator=g) * 2 + 1
+    x[1, 2] = 1e-3 * torch.randn(D, generator=g)  # a nearly constant token: variance ~ 1e-6, below eps
+    gamma, beta = torch.randn(D, generator=g), torch.randn(D, generator=g)
+    expected = F.layer_norm(x, (D,), gamma, beta, 1e-5)
+    out = call(my_layer_norm, x, gamma, beta, name="my_layer_norm")
+    hint = "LayerNorm: x_hat = (x - mean) / sqrt(biased variance + eps) over the last axis; then gamma * x_hat + beta."
+    if isinstance(out, torch.Tensor) and out.shape == expected.shape:
+        for mistake, text in _LN_MISTAKES:
+            if torch.allclose(out, mistake(x, gamma, beta), atol=1e-5):
+                hint = text
+                break
+    close(out, expected, "my_layer_norm(x, gamma, beta)", hint=hint)
+    return "your LayerNorm equals F.layer_norm on a (2, 3, 8) batch, nearly constant token included."
+
+
+# ---- 5.3: RMSNorm -------------------------------------------------------------------------------------------
+
+@exercise("5.3", wrong=[
+    lambda: (lambda x, eps=1e-5: tl.layer_norm(x, eps=eps),),
+    lambda: (lambda x, eps=1e-5: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps),),
+    lambda: (lambda x, eps=1e-5: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps),),
+])
+def exercise_5_3(my_rms_norm):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 16, generator=g) + 0.5
+    x[3] = 1e-3 * torch.randn(16, generator=g)  # a tiny token: mean(x^2) ~ 1e-6, below eps
+    expected = x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-5)
+    out = call(my_rms_norm, x, name="my_rms_norm")
+    close(out, expected, "my_rms_norm(x)",
+          hint="RMSNorm does not subtract the mean: divide x by sqrt(mean of x^2 over the last axis + eps), "
+               "eps inside the root, the MEAN of the squares (not their sum).")
+    return "your RMSNorm equals x / sqrt(mean(x^2) + eps) on a (4, 16) batch."
+
+
+# ---- 5.4: the big model's FFN -----------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def _big_layer_counts() -> tuple[int, int]:
+    with torch.device("meta"):  # counted without allocating (or drawing) a single weight
+        layer = tl.EncoderLayer(1024, 16, dim_feedforward=4096)
+    return tl.count_parameters(layer.ff), tl.count_parameters(layer)
+
+
+@exercise("5.4", wrong=[
+    lambda: (2 * 1024 * 4096, 2 * 1024 * 4096 / (2 * 1024 * 4096 + 4 * 1024 ** 2)),   # no biases
+    lambda: (8_393_728, 0.5),                                                         # the decoder layer's share
+    lambda: (8_393_728, 8_393_728 / (4 * (1024 ** 2 + 1024))),                         # FFN / attention, not a share
+])
+def exercise_5_4(n_ffn, share):
+    n, total = _big_layer_counts()
+    number(n_ffn, n, "n_ffn", hint="W_1 is D x d_ff with a bias of d_ff, W_2 is d_ff x D with a bias of D.", rel=0)
+    number(share, n / total, "share", rel=2e-3,
+           hint="divide by the whole encoder layer: self-attention 4 (D^2 + D), the FFN, and two LayerNorms of "
+                "2 D each (gamma and beta).")
+    return f"the big model's FFN has {n:,} parameters, {n / total:.1%} of an encoder layer."
+
+
+# ---- 5.5: the position-wise FFN from scratch ------------------------------------------------------------
+
+@exercise("5.5", wrong=[
+    lambda: (lambda x, W1, b1, W2, b2: (x @ W1 + b1) @ W2 + b2,),                      # no ReLU
+    lambda: (lambda x, W1, b1, W2, b2: torch.relu(torch.relu(x @ W1 + b1) @ W2 + b2),),  # a ReLU at the end too
+    lambda: (lambda x, W1, b1, W2, b2: torch.relu(x @ W1) @ W2,),                       # biases forgotten
+    lambda: (lambda x, W1, b1, W2, b2: torch.relu(x @ W1 + b1).mean(1, keepdim=True) @ W2 + b2,),  # mixes positions
+])
+def exercise_5_5(my_ffn):
+    with torch.random.fork_rng():  # the reader's random numbers stay as they were
+        torch.manual_seed(5)
+        ffn = tl.FeedForward(8, 32, dropout=0.0)
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(0))
+    W1, b1, W2, b2 = ffn.linear1.weight.T, ffn.linear1.bias, ffn.linear2.weight.T, ffn.linear2.bias
+    with torch.no_grad():
+        expected = ffn(x)
+        out = call(my_ffn, x, W1, b1, W2, b2, name="my_ffn")
+    tensor(out, "my_ffn(x, W1, b1, W2, b2)", tuple(expected.shape))
+    close(out, expected, "my_ffn(x, W1, b1, W2, b2)",
+          hint="FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position's vector: W1 is (D, d_ff), "
+               "W2 is (d_ff, D); the ReLU sits between the two maps only.")
+    return "your FFN equals tl.FeedForward on a (2, 5, 8) batch."
