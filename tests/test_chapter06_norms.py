@@ -86,3 +86,64 @@ def test_running_var_is_unbiased_and_padding_biases_running_mean():
         x[:, 4:] = 0.0  # half padding
         bn(x.transpose(1, 2))
     assert_close(bn.running_mean, torch.full((4,), 1.0), atol=0.15, rtol=0)  # pulled halfway to 0
+
+
+def padded_variance(mu, sigma2, p):
+    return (1 - p) * sigma2 + p * (1 - p) * mu ** 2
+
+
+def test_padded_variance_formula_and_it_can_shrink():
+    x, mask = padded(3)
+    real = x[mask]
+    assert_close(x.var(dim=(0, 1), correction=0), padded_variance(real.mean(0), real.var(0, correction=0), 1 / 6))
+    small_mean = torch.tensor([-3.0, 3.0, -2.0, 2.0, 1.0])
+    with_pad = torch.cat([small_mean, torch.zeros(1)])
+    assert with_pad.var(correction=0) < small_mean.var(correction=0)  # padding shrinks a small-mean feature
+    assert_close(with_pad.var(correction=0), padded_variance(small_mean.mean(), small_mean.var(correction=0), 1 / 6))
+
+
+def test_running_var_under_padding_follows_the_formula_both_directions():
+    g = torch.Generator().manual_seed(0)
+    mean, std = torch.linspace(-2, 2, 8), torch.linspace(0.5, 2.0, 8)
+    corpus = mean + std * torch.randn(2000, 8, 8, generator=g)
+    true_mean, true_var = corpus.mean(dim=(0, 1)), corpus.var(dim=(0, 1), correction=0)
+    bn = nn.BatchNorm1d(8)
+    for _ in range(200):
+        xb = corpus[torch.randint(0, 2000, (16,), generator=g)].clone()
+        xb[:, 4:] = 0.0  # half padding
+        bn(xb.transpose(1, 2))
+    predicted = padded_variance(true_mean, true_var, 0.5)
+    assert_close(bn.running_var, predicted, rtol=0.15, atol=0)
+    assert (bn.running_var[0] > true_var[0]) and (bn.running_var[4] < true_var[4])  # grows / shrinks
+
+
+def test_pytorch_momentum_weights_the_new_batch_keras_the_old():
+    g = torch.Generator().manual_seed(0)
+    batches = [torch.randn(16, 8, 4, generator=g) + 2 for _ in range(3)]
+
+    def torch_running(m):
+        bn = nn.BatchNorm1d(4, momentum=m)
+        for xb in batches:
+            bn(xb.transpose(1, 2))
+        return bn.running_mean
+
+    by_rule, keras = torch.zeros(4), torch.zeros(4)
+    for xb in batches:
+        by_rule = 0.9 * by_rule + 0.1 * xb.mean(dim=(0, 1))
+        keras = 0.99 * keras + 0.01 * xb.mean(dim=(0, 1))
+    assert nn.BatchNorm1d(4).momentum == 0.1
+    assert_close(torch_running(0.1), by_rule)
+    assert_close(torch_running(0.01), keras)  # Keras' 0.99 is PyTorch's 0.01
+    assert (torch_running(0.99) - batches[-1].mean(dim=(0, 1))).abs().max() < 0.05
+
+
+def test_eval_mode_batchnorm_handles_one_token_with_running_statistics():
+    one = torch.randn(1, 8, 1)
+    bn = nn.BatchNorm1d(8).eval()
+    assert_close(bn(one), (one - bn.running_mean[:, None]) / torch.sqrt(bn.running_var[:, None] + bn.eps))
+
+
+def test_per_time_step_batchnorm_is_batchnorm_over_t_times_d_features():
+    x = torch.randn(4, 3, 5) * 3 + 1
+    by_hand = (x - x.mean(0)) / torch.sqrt(x.var(0, correction=0) + 1e-5)
+    assert_close(by_hand, nn.BatchNorm1d(15)(x.reshape(4, 15)).reshape(4, 3, 5))

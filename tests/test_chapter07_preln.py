@@ -2,7 +2,9 @@
 initialization (Post-LN grows towards the top of the decoder, more with depth; Pre-LN flat; for
 several initializations), a deep Post-LN stack at a high learning rate without warm-up collapses to an
 input-independent guess while Pre-LN does not (trained live: seed from book_seed(), asserted with
-margins), Adam's first step is lr * sign(grad), and a Pre-LN stack needs a final LayerNorm."""
+margins), Adam's first step is lr * sign(grad) and its early steps are its largest, a Pre-LN stack needs a
+final LayerNorm and its upper layers change the highway less, and BERT / GPT-1 blocks are Post-LN while
+GPT-2's is Pre-LN."""
 import math
 
 import pytest
@@ -14,7 +16,7 @@ from torch.testing import assert_close
 import transformer_lite as tl
 from transformer_lite.book.runtime import book_seed, num_threads
 from transformer_lite.data import reverse_task
-from transformer_lite.training import label_smoothed_cross_entropy, paper_adam, teacher_forcing
+from transformer_lite.training import noam_lr, paper_adam, teacher_forcing
 
 V = 16
 
@@ -42,7 +44,7 @@ def decoder_ffn_grads(num_layers, norm_first, seed):
     src, tgt = reverse_task(64, 8, V, seed=seed)
     dec_in, labels = teacher_forcing(tgt)
     with num_threads(1):  # tiny matrices: one thread is fastest
-        label_smoothed_cross_entropy(model(src, dec_in), labels).backward()
+        F.cross_entropy(model(src, dec_in).reshape(-1, V), labels.reshape(-1)).backward()
     return [layer.ff.linear2.weight.grad.norm().item() for layer in model.decoder.layers]
 
 
@@ -140,3 +142,63 @@ def test_pre_ln_highway_grows_and_final_norm_is_added_when_norm_first():
         m = tl.Transformer(V, V, d_model=32, nhead=4, num_encoder_layers=1, num_decoder_layers=1,
                            dim_feedforward=64, norm_first=norm_first)
         assert (m.encoder.norm is not None) == norm_first and (m.decoder.norm is not None) == norm_first
+
+
+def test_adam_early_steps_are_larger_than_its_steady_ones():
+    for seed in (0, 1, 2):
+        g = torch.Generator().manual_seed(seed)
+        w = nn.Parameter(torch.zeros(4_000))
+        opt = paper_adam([w], lr=1e-2)
+        rel = []
+        for _ in range(100):
+            before = w.detach().clone()
+            w.grad = 0.1 + torch.randn(4_000, generator=g)
+            opt.step()
+            rel.append(((w.detach() - before).abs().mean() / 1e-2).item())
+        assert abs(rel[0] - 1) < 1e-3 and rel[0] > rel[1] > rel[9] and rel[-1] < 0.5 * rel[0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pre_ln_upper_layers_change_the_highway_less(seed):
+    torch.manual_seed(seed)
+    stack = tl.Encoder(tl.EncoderLayer(32, 4, 128, dropout=0.0, norm_first=True), 24)
+    for p in stack.parameters():
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+    h = torch.randn(16, 8, 32, generator=torch.Generator().manual_seed(seed))
+    rel = []
+    with torch.no_grad():
+        for layer in stack.layers:
+            nxt = layer(h)
+            rel.append(((nxt - h).pow(2).mean().sqrt() / h.pow(2).mean().sqrt()).item())
+            h = nxt
+    assert sum(rel[-4:]) / 4 < 0.5 * sum(rel[:4]) / 4
+
+
+def test_bert_and_gpt1_blocks_are_post_ln_gpt2_is_pre_ln():
+    def bert(layer, x):
+        a = layer.norm1(layer.self_attn(x, x, x)[0] + x)
+        return layer.norm2(layer.ff(a) + a)
+
+    def gpt1(layer, x):
+        n = layer.norm1(x + layer.self_attn(x, x, x)[0])
+        return layer.norm2(n + layer.ff(n))
+
+    def gpt2(layer, x):
+        h = layer.norm1(x)
+        x = x + layer.self_attn(h, h, h)[0]
+        return x + layer.ff(layer.norm2(x))
+
+    x = torch.randn(2, 6, 16)
+    layers = {nf: tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=nf).eval() for nf in (False, True)}
+    layers[True].load_state_dict(layers[False].state_dict())
+    with torch.no_grad():
+        for block, order in [(bert, False), (gpt1, False), (gpt2, True)]:
+            assert torch.allclose(block(layers[order], x), layers[order](x), atol=1e-5)
+            assert not torch.allclose(block(layers[not order], x), layers[not order](x), atol=1e-3)
+
+
+def test_paper_schedule_peak_and_first_step():
+    assert noam_lr(4000, 512, 4000) == pytest.approx(512 ** -0.5 * 4000 ** -0.5)
+    assert noam_lr(1, 512, 4000) == pytest.approx(512 ** -0.5 * 4000 ** -1.5)
+    assert max(noam_lr(s, 512, 4000) for s in (3999, 4000, 4001)) == noam_lr(4000, 512, 4000)

@@ -1,0 +1,117 @@
+"""Checks of chapter 7's exercises (transformer_lite.book.check): Pre-LN vs Post-LN."""
+import torch
+
+import transformer_lite as tl
+
+from . import Wrong, call, close, exercise, number, tensor
+
+
+# ---- 7.1 Count the LayerNorms --------------------------------------------------------------------------------
+
+def _count_layer_norms(norm_first):
+    model = tl.Transformer(16, 16, d_model=32, nhead=4, num_encoder_layers=6, num_decoder_layers=6,
+                           dim_feedforward=64, norm_first=norm_first)
+    return sum(isinstance(m, tl.LayerNorm) for m in model.modules())
+
+
+@exercise("7.1", wrong=[lambda: (30, 30), lambda: (24, 26), lambda: (30, 31), lambda: (32, 30)])
+def exercise_7_1(n_post, n_pre):
+    post, pre = _count_layer_norms(False), _count_layer_norms(True)
+    number(n_post, post, "n_post", rel=0, abs_=0.5,
+           hint="An encoder layer has two sub-layers and a decoder layer three (self-attention, cross-attention, "
+                "FFN); each sub-layer has one LayerNorm. Post-LN adds nothing at the end of the stacks.")
+    number(n_pre, pre, "n_pre", rel=0, abs_=0.5,
+           hint="Pre-LN has the same LayerNorm per sub-layer, plus one final LayerNorm at the end of EACH stack "
+                "(encoder and decoder).")
+    return "right: Pre-LN has the same per-sub-layer LayerNorms plus one final LayerNorm per stack."
+
+
+# ---- 7.2 A Pre-LN encoder from its parts ---------------------------------------------------------------------
+
+def _sa(layer, h):
+    return layer.self_attn(h, h, h)[0]
+
+
+def _post_ln_order(encoder, x):            # the paper's order, by mistake
+    for layer in encoder.layers:
+        x = layer.norm1(x + _sa(layer, x))
+        x = layer.norm2(x + layer.ff(x))
+    return encoder.norm(x)
+
+
+def _no_final_norm(encoder, x):
+    for layer in encoder.layers:
+        x = x + _sa(layer, layer.norm1(x))
+        x = x + layer.ff(layer.norm2(x))
+    return x
+
+
+def _no_residual(encoder, x):
+    for layer in encoder.layers:
+        x = _sa(layer, layer.norm1(x))
+        x = layer.ff(layer.norm2(x))
+    return encoder.norm(x)
+
+
+@exercise("7.2", wrong=[lambda: (_post_ln_order,), lambda: (_no_final_norm,), lambda: (_no_residual,)])
+def exercise_7_2(my_pre_ln_encoder):
+    torch.manual_seed(7)
+    encoder = tl.Encoder(tl.EncoderLayer(16, 4, 32, dropout=0.0, norm_first=True), 3, norm=tl.LayerNorm(16)).eval()
+    with torch.no_grad():                  # LayerNorms that are not the identity, so mixing them up shows
+        for m in encoder.modules():
+            if isinstance(m, tl.LayerNorm):
+                for p in m.parameters():
+                    p.add_(0.3 * torch.randn(p.shape))
+    x = torch.randn(2, 5, 16) * 2
+    with torch.no_grad():
+        out = call(my_pre_ln_encoder, encoder, x.clone(), name="my_pre_ln_encoder(encoder, x)")
+        expected = encoder(x)
+        mistakes = [(_post_ln_order(encoder, x), "this is the Post-LN order: LayerNorm(x + F(x)).",
+                     "Pre-LN normalizes only the copy that enters the sub-layer: x = x + F(LayerNorm(x))."),
+                    (_no_final_norm(encoder, x), "the layers are right, but the stack's final LayerNorm is missing.",
+                     "A Pre-LN stack ends with one more LayerNorm: return encoder.norm(x)."),
+                    (_no_residual(encoder, x), "the residual connection is missing.",
+                     "Add the sub-layer's output to x: x = x + F(LayerNorm(x)).")]
+    answer = tensor(out, "my_pre_ln_encoder(encoder, x)", tuple(expected.shape))
+    for wrong_out, message, hint in mistakes:
+        if torch.allclose(answer, wrong_out, atol=1e-5):
+            raise Wrong(message, hint)
+    close(out, expected, "my_pre_ln_encoder(encoder, x)", atol=1e-5,
+          hint="Per layer: x = x + SA(norm1(x)), then x = x + FF(norm2(x)), where SA(h) = layer.self_attn(h, h, h)[0]; "
+               "after the last layer, the stack's final LayerNorm: encoder.norm(x).")
+    return "your Pre-LN encoder equals tl.Encoder(EncoderLayer(..., norm_first=True), 3, norm=LayerNorm)."
+
+
+# ---- 7.3 Adam's first step ------------------------------------------------------------------------------------
+
+_GRADS = [2e-4, -50.0, 3.0]
+_LR = 1e-3
+
+
+@exercise("7.3", wrong=[lambda: ([-_LR * g for g in _GRADS],),                              # plain SGD
+                        lambda: ([_LR if g > 0 else -_LR for g in _GRADS],),                 # uphill
+                        lambda: ([-_LR * 0.1 / 0.02 ** 0.5 * (1 if g > 0 else -1) for g in _GRADS],)])  # no bias correction
+def exercise_7_3(my_steps):
+    w = torch.nn.Parameter(torch.zeros(3, dtype=torch.float64))
+    optimizer = tl.training.paper_adam([w], lr=_LR)
+    w.grad = torch.tensor(_GRADS, dtype=torch.float64)
+    optimizer.step()
+    close(my_steps, w.detach(), "my_steps", atol=1e-6, rtol=0,
+          hint="On step 1 the bias-corrected averages are m̂ = g and v̂ = g², so the change is "
+               "−lr · g / (|g| + eps): about lr in size, against the gradient's sign, whatever |g| is.")
+    return "right: Adam's first step moves every parameter by about lr, against its gradient's sign."
+
+
+# ---- 7.4 The paper's warm-up, in numbers -----------------------------------------------------------------------
+
+@exercise("7.4", wrong=[lambda: (4000 ** -0.5, 4000 ** -1.5),                       # d_model^-0.5 forgotten
+                        lambda: (512 ** -0.5, 512 ** -0.5 * 4000 ** -1.5),          # peak read off step 1
+                        lambda: (512 ** -0.5 * 4000 ** -0.5, 0.0)])                 # ramp starting at exactly 0
+def exercise_7_4(my_peak, my_first):
+    peak = max(tl.training.noam_lr(s, 512, 4000) for s in (3999, 4000, 4001))
+    first = tl.training.noam_lr(1, 512, 4000)
+    number(my_peak, peak, "my_peak", rel=1e-3,
+           hint="lrate = d_model^−0.5 · min(step^−0.5, step · warmup^−1.5): the two terms meet at step = warmup_steps.")
+    number(my_first, first, "my_first", rel=1e-3, abs_=1e-12,
+           hint="Steps are counted from 1; at step 1 the warm-up term step · warmup^−1.5 is the smaller one.")
+    return "right: the paper's rate climbs from about 1.7e-7 to about 7e-4 over 4,000 steps, then decays."
