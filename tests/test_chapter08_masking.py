@@ -1,7 +1,7 @@
 """Chapter 8 (masking): the chapter's claims, checked through the package.
 
 Padding and causal masks broadcast to (B, H, T, S); the three conventions give identical attention
-and mixing them up inverts the mask; a fully masked row gives NaN with -inf in a plain softmax,
+and mixing them up inverts the mask or blocks nothing; a fully masked row gives NaN with -inf in a plain softmax,
 uniform weights with -1e9, and zeros (with finite gradients) in transformer_lite; changing future
 tokens or appending padding leaves the other outputs unchanged -- and does not without the masks.
 """
@@ -175,7 +175,8 @@ def test_causal_influence_is_lower_triangular():
     with torch.no_grad():
         memory = model.encode(torch.randint(4, 20, (1, 5)))
         x = model.tgt_pos(model.tgt_embed(torch.randint(4, 20, (1, T))))
-    J = torch.autograd.functional.jacobian(lambda inp: model.decoder(inp, memory, tgt_mask=tl.causal_mask(T)), x)
+    J = torch.autograd.functional.jacobian(lambda inp: model.decoder(inp, memory, tgt_mask=tl.causal_mask(T)), x,
+                                           vectorize=True)
     infl = J[0, :, :, 0].pow(2).sum(dim=(1, 3)).sqrt()  # (T, T)
     upper = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
     assert infl[upper].eq(0).all() and infl[~upper].gt(0).all()
@@ -229,3 +230,25 @@ def test_apply_mask_and_softmax_over_keys_the_functions_the_chapter_shows():
         torch.testing.assert_close(w[~dead], torch.softmax(z[~dead], dim=-1))  # elsewhere: the plain softmax
         (w * torch.randn(5, 5)).sum().backward()
         assert torch.isfinite(z.grad).all() and z.grad[dead].eq(0).all()
+
+
+def test_mixed_conventions_invert_or_block_nothing_while_each_convention_alone_agrees():
+    # The chapter's misconception note: three conventions, the same weights when each meets the code that
+    # expects it; inverted or unblocked when mixed.
+    ids = _ids()
+    B, S = ids.shape
+    blocked = tl.merge_masks(tl.causal_mask(S), tl.padding_mask(ids, PAD), B, S, S)
+    keep, additive = tl.bool_to_keep(blocked), tl.bool_to_additive(blocked)
+    q, k, v = (torch.randn(B, 2, S, 4) for _ in range(3))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(4)
+    _, w_ref = tl.scaled_dot_product_attention(q, k, v, attn_mask=blocked)
+    torch.testing.assert_close(scores.masked_fill(keep == 0, -1e10).softmax(-1), w_ref)  # no fully masked row here
+    torch.testing.assert_close((scores + additive).softmax(-1), w_ref)
+    inverted = scores.masked_fill(blocked == 0, -1e10).softmax(-1)  # the tutorial line on a True-blocked mask
+    alive = (~blocked).any(-1).expand(B, 2, S) & blocked.any(-1).expand(B, 2, S)
+    torch.testing.assert_close((inverted * blocked).sum(-1)[alive], torch.ones(int(alive.sum())))
+    added = (scores + keep).softmax(-1)  # a keep mask added as a float mask blocks nothing
+    assert added[blocked.expand_as(added)].gt(0).all()
+    _, w_keep_as_blocked = tl.scaled_dot_product_attention(q, k, v, attn_mask=keep.bool())
+    assert w_keep_as_blocked[blocked.expand_as(w_keep_as_blocked)].sum() > 0
+    assert w_keep_as_blocked[~blocked.expand_as(w_keep_as_blocked)].eq(0).all()

@@ -3,7 +3,8 @@
 One layer by hand equals tl.EncoderLayer and nn.TransformerEncoderLayer; the stack is a loop over
 layers that start as equal copies; every output depends on the whole sentence (not so under a causal
 mask); without positions the encoder is permutation-equivariant, with them it is not; the base model's
-parameter count per component follows the formulas and sums to ~63.1 M (Table 3: 65 M).
+parameter count per component follows the formulas and sums to ~63.1 M (Table 3: 65 M); the shipped
+translator's decoder reads the measure word after 两 from the noun's memory vector, not from "two"'s.
 """
 import pytest
 import torch
@@ -145,3 +146,24 @@ def test_trained_encoder_carries_the_noun_into_the_measure_word(translator):
     maps = model.attention_maps(src[:1], torch.tensor([[BOS]]))
     assert len(maps.encoder) == model.config.num_encoder_layers
     torch.testing.assert_close(maps.encoder[0].sum(-1), torch.ones_like(maps.encoder[0].sum(-1)))
+
+
+@torch.no_grad()
+def test_decoder_reads_the_measure_word_from_the_noun_not_from_two(translator):
+    # Swap one memory vector between "she has two cats" and "she has two books": only the noun's vector
+    # changes the measure word after 两 (the shipped model; the same weights everywhere).
+    model, data, _ = translator
+    src = data.encode_source(["she has two cats", "she has two books"])
+    memory = model.encode(src)
+    prefix = torch.tensor([data.tgt_vocab.encode("她 有 两", add_bos_eos=True)[:-1]])
+
+    def next_word(mem):
+        return data.tgt_vocab.itos[int(model.decode(prefix, mem, src=src[:1])[0, -1].argmax())]
+
+    assert next_word(memory[:1]) == "只" and next_word(memory[1:]) == "本"
+    written = {}
+    for j, word in enumerate("she has two cats".split()):
+        patched = memory[:1].clone()
+        patched[0, j] = memory[1, j]
+        written[word] = next_word(patched)
+    assert written == {"she": "只", "has": "只", "two": "只", "cats": "本"}

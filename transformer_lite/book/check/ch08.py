@@ -1,0 +1,173 @@
+"""Checks of chapter 8's exercises (masking): transformer_lite.book.check."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+import transformer_lite as tl
+
+from . import Wrong, call, close, exercise, tensor
+
+PAD = 0
+
+
+def _padded_ids():
+    """Three right-padded sentences (B = 3, T = 5), padding id 0."""
+    return torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, PAD, PAD], [4, 8, PAD, PAD, PAD]])
+
+
+def _as_bool_mask(answer, name, shape):
+    if not isinstance(answer, torch.Tensor):
+        raise Wrong(f"{name} should be a torch tensor, got {type(answer).__name__}.")
+    if answer.dtype != torch.bool:
+        raise Wrong(f"{name} should be a bool tensor, got dtype {answer.dtype}.",
+                    hint="compare with == or build it with torch.triu/torch.tril on a bool tensor; a float mask is "
+                         "ADDED to the scores by PyTorch, so 0/1 floats would block nothing.")
+    try:
+        return torch.broadcast_to(answer, shape)
+    except RuntimeError:
+        raise Wrong(f"{name} has shape {tuple(answer.shape)}, which does not broadcast to {tuple(shape)}.",
+                    hint="view the (B, S) padding mask as (B, 1, 1, S) and the (T, T) causal mask as (1, 1, T, T) "
+                         "before combining them.") from None
+
+
+def _mask_mistake(got, expected, causal):
+    """A hint naming the classic mistake, if the answer is one of them."""
+    if torch.equal(got, ~expected):
+        return "your mask is inverted: here True means BLOCKED (may not attend), as in nn.MultiheadAttention."
+    if torch.equal(got, expected | torch.eye(causal.shape[-1], dtype=torch.bool)):
+        return "off by one: you also block the diagonal, so a token may not attend to itself (use diagonal=1)."
+    if torch.equal(got, expected & ~causal) or not got[..., causal].all():
+        return "some future keys are allowed: the causal part must block every key j > i."
+    return "the padding part: every query must be blocked from every <pad> KEY (a column), in its own sentence."
+
+
+def _right_mask(ids, pad_id):
+    B, T = ids.shape
+    return tl.merge_masks(tl.causal_mask(T), tl.padding_mask(ids, pad_id), B, T, T)
+
+
+def _decoder_mask_mistakes():
+    def inverted(ids, pad_id):  # "True = keep"
+        return ~_right_mask(ids, pad_id)
+
+    def with_diagonal(ids, pad_id):  # triu without diagonal=1: a token may not see itself
+        T = ids.shape[1]
+        return torch.triu(torch.ones(T, T, dtype=torch.bool)) | (ids == pad_id)[:, None, None, :]
+
+    def padding_only(ids, pad_id):
+        return (ids == pad_id)[:, None, None, :]
+
+    return [lambda: (inverted,), lambda: (with_diagonal,), lambda: (padding_only,)]
+
+
+@exercise("8.1", wrong=_decoder_mask_mistakes())
+def exercise_8_1(my_decoder_mask):
+    for ids, pad_id in [(_padded_ids(), PAD), (torch.tensor([[7, 3, 3], [2, 4, 5]]), 3)]:
+        B, T = ids.shape
+        causal = tl.causal_mask(T)
+        expected = _right_mask(ids, pad_id).expand(B, 1, T, T)
+        got = _as_bool_mask(call(my_decoder_mask, ids, pad_id, name="my_decoder_mask(ids, pad_id)"),
+                            "my_decoder_mask(ids, pad_id)", (B, 1, T, T))
+        if not torch.equal(got, expected):
+            wrong = int((got != expected).sum())
+            raise Wrong(f"my_decoder_mask(ids, pad_id={pad_id}) for ids of shape {tuple(ids.shape)} differs from the "
+                        f"right (B, 1, T, T) mask in {wrong} of {expected.numel()} entries.",
+                        hint=_mask_mistake(got, expected, causal))
+    return "your (B, 1, T, T) mask equals tl.merge_masks(causal_mask, padding_mask) (True = blocked), any pad id."
+
+
+@exercise("8.2", wrong=[lambda: (tl.causal_mask,),                                                  # True = blocked
+                        lambda: (lambda T: torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1),),
+                        lambda: (lambda T: torch.triu(torch.ones(T, T, dtype=torch.bool)),),
+                        lambda: (lambda T: torch.tril(torch.ones(T, T)),)])                          # 0/1 float
+def exercise_8_2(my_keep_causal):
+    g = torch.Generator().manual_seed(0)
+    for T in (4, 7, 1):
+        got = _as_bool_mask(call(my_keep_causal, T, name=f"my_keep_causal({T})"), f"my_keep_causal({T})", (T, T))
+        expected = ~tl.causal_mask(T)
+        q, k, v = (torch.randn(2, 3, T, 4, generator=g) for _ in range(3))
+        ours, _ = tl.scaled_dot_product_attention(q, k, v, attn_mask=tl.causal_mask(T))
+        theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=got)
+        if not torch.equal(got, expected) or not torch.allclose(torch.nan_to_num(theirs), ours, atol=1e-5):
+            if torch.equal(got, ~expected):
+                hint = ("this is PyTorch's 'True = blocked' mask; F.scaled_dot_product_attention reads True as "
+                        "'takes part', so it would attend to exactly the future.")
+            elif T > 1 and not got.diagonal().all():
+                hint = "off by one: each position must keep itself (the diagonal), so keep j <= i."
+            else:
+                hint = "keep = True where key j <= query i: the lower triangle, diagonal included (torch.tril)."
+            raise Wrong(f"my_keep_causal({T}) is not the causal mask in the 'True = keep' convention "
+                        f"({int((got != expected).sum())} of {T * T} entries differ).", hint=hint)
+    return "F.scaled_dot_product_attention with your keep-mask equals tl's attention with tl.causal_mask (T = 4, 7, 1)."
+
+
+@exercise("8.3", wrong=[lambda: (lambda keep: keep.float(),),                                       # added as it is
+                        lambda: (lambda keep: torch.zeros(keep.shape).masked_fill(keep.bool(), float("-inf")),),
+                        lambda: (lambda keep: (1 - keep).float() * -1e9,)])
+def exercise_8_3(my_keep_to_additive):
+    keep = torch.tensor([[1, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]])  # "1 = keep", as the tutorials write it
+    expected = tl.bool_to_additive(tl.keep_to_bool(keep))
+    got = tensor(call(my_keep_to_additive, keep.clone(), name="my_keep_to_additive(keep)"),
+                 "my_keep_to_additive(keep)", tuple(keep.shape))
+    if not got.is_floating_point():
+        raise Wrong(f"my_keep_to_additive(keep) should be a float tensor (it is added to the scores), got {got.dtype}.")
+    if torch.equal(got, expected):
+        return "your additive mask is 0 where keep = 1 and −∞ where keep = 0, as the paper's M."
+    if torch.isneginf(got).sum() == 0 and (got[keep == 0] < -1e3).all() and (got[keep == 1] == 0).all():
+        hint = ("a finite constant like −1e9 gives the same weights only while every row keeps a key; use "
+                "float('-inf'), the paper's −∞.")
+    elif torch.isneginf(got[keep == 1]).any():
+        hint = "inverted: −∞ goes where keep = 0 (the blocked keys), 0 where keep = 1."
+    else:
+        hint = ("an additive mask is ADDED to the scores: a kept key needs 0 (no change), a blocked key −∞. "
+                "Adding the 0/1 keep mask itself blocks nothing.")
+    raise Wrong("my_keep_to_additive(keep) is not the additive mask (0 = keep, −∞ = blocked) "
+                "for a (3, 4) keep mask.", hint=hint)
+
+
+def _decoder_changes(n_real=5, n_pad=3):
+    """Positions whose decoder output changes when tgt_key_padding_mask is dropped (right padding)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = tl.Transformer(20, 20, d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=2,
+                               dim_feedforward=32, dropout=0.0).eval()
+        src = torch.randint(4, 20, (1, 6))
+        tgt = torch.cat([torch.randint(4, 20, (1, n_real)), torch.full((1, n_pad), PAD)], dim=1)
+    T = n_real + n_pad
+    with torch.no_grad():
+        memory = model.encode(src)
+        x = model.tgt_pos(model.tgt_embed(tgt))
+        with_kpm = model.decoder(x, memory, tgt_mask=tl.causal_mask(T), tgt_key_padding_mask=tl.padding_mask(tgt, PAD))
+        without = model.decoder(x, memory, tgt_mask=tl.causal_mask(T))
+    return [t for t in range(T) if (with_kpm[0, t] - without[0, t]).abs().max() > 1e-5]
+
+
+@exercise("8.4", wrong=[lambda: ([],), lambda: ([6, 7],), lambda: (list(range(8)),)])
+def exercise_8_4(my_changed_positions):
+    try:
+        given = sorted({int(t) for t in my_changed_positions})
+    except (TypeError, ValueError):
+        raise Wrong(f"my_changed_positions should be a list of positions (ints from 0 to 7), "
+                    f"got {my_changed_positions!r}.") from None
+    expected = _decoder_changes()
+    if given != expected:
+        hint = ("the real tokens 0-4 come before every <pad>, so the causal mask already hides the pads from them."
+                if any(t < 5 for t in given) else
+                "look at each <pad> QUERY: which <pad> keys may it see under the causal mask alone? Include itself.")
+        missing, extra = set(expected) - set(given), set(given) - set(expected)
+        raise Wrong(f"your list misses {len(missing)} position(s) that change and holds {len(extra)} that do not.",
+                    hint=hint)
+    return ("measured on a small decoder: only the <pad> positions change; the real positions 0-4 are identical "
+            "without the target padding mask (right padding).")
+
+
+@exercise("8.5", wrong=[lambda: (torch.zeros(5),), lambda: (torch.full((5,), float("nan")),),
+                        lambda: (torch.tensor([1.0, 0, 0, 0, 0]),)])
+def exercise_8_5(my_dead_row):
+    s = torch.randn(5, generator=torch.Generator().manual_seed(0)).half()
+    expected = torch.softmax(s.masked_fill(torch.ones(5, dtype=torch.bool), torch.finfo(torch.float16).min), dim=-1)
+    close(my_dead_row, expected.float(), "my_dead_row", atol=1e-3, rtol=0,
+          hint="with a finite fill value every score of a fully masked row becomes the same number; the softmax of "
+               "equal numbers is not 0 and not NaN.")
+    return "a fully masked float16 row filled with finfo(float16).min gets uniform weights 1/5, like −1e9 in float32."

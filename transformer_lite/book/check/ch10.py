@@ -1,0 +1,140 @@
+"""Checks of chapter 10's exercises (the decoder): transformer_lite.book.check."""
+from __future__ import annotations
+
+import torch
+
+import transformer_lite as tl
+
+from . import Wrong, call, close, exercise, number, tensor
+
+_D, _H, _D_FF, _V = 512, 8, 2048, 37_000
+
+
+def _decoder_counts(D=_D, d_ff=_D_FF):
+    attention, ffn, norm = 4 * (D * D + D), 2 * D * d_ff + d_ff + D, 2 * D
+    return {"right": 2 * attention + ffn + 3 * norm,
+            "encoder layer": attention + ffn + 2 * norm,
+            "two LayerNorms": 2 * attention + ffn + 2 * norm,
+            "no biases": 2 * 4 * D * D + 2 * D * d_ff + 3 * norm}
+
+
+@exercise("10.1", wrong=[lambda: (_decoder_counts()["encoder layer"],), lambda: (_decoder_counts()["two LayerNorms"],),
+                         lambda: (_decoder_counts()["no biases"],)])
+def exercise_10_1(my_count):
+    with torch.device("meta"):
+        expected = tl.count_parameters(tl.DecoderLayer(_D, _H, dim_feedforward=_D_FF))
+    assert expected == _decoder_counts()["right"]
+    hints = {"encoder layer": "that is an ENCODER layer: the decoder layer has a second attention block "
+                              "(cross-attention) with its own Add & Norm.",
+             "two LayerNorms": "three sub-layers, three Add & Norms: 3 LayerNorms of 2D parameters each.",
+             "no biases": "every Linear layer has a bias: D per attention projection, d_ff + D in the FFN."}
+    try:
+        mistake = next((k for k, v in _decoder_counts().items() if k != "right" and v == int(my_count)), None)
+    except (TypeError, ValueError):
+        mistake = None
+    number(my_count, expected, "my_count", rel=0, abs_=0.5,
+           hint=hints.get(mistake, "two attention blocks 2·4(D² + D), the FFN 2·D·d_ff + d_ff + D, three "
+                                   "LayerNorms 3·2D."))
+    return f"one decoder layer of the base model has {expected:,} parameters (= tl.DecoderLayer(512, 8))."
+
+
+def _as_shape(answer, name):
+    try:
+        return tuple(int(n) for n in answer)
+    except (TypeError, ValueError):
+        raise Wrong(f"{name} should be a tuple of ints, like (2, 3), got {answer!r}.") from None
+
+
+@exercise("10.2", wrong=[lambda: ((2, 10, 37_000), (10, 37_000)),        # "W_vocab is n x vocab"
+                         lambda: ((2, 10, 37_000), (37_000, 512)),       # nn.Linear's storage, not the math's W
+                         lambda: ((2, 10, 512), (512, 37_000))])
+def exercise_10_2(my_logits_shape, my_W_shape):
+    B, T = 2, 10
+    with torch.device("meta"):
+        base = tl.Transformer(_V, _V, d_model=_D, nhead=_H, dim_feedforward=_D_FF)
+        logits = base.output_projection(torch.empty(B, T, _D))
+    expected_logits, expected_W = tuple(logits.shape), tuple(base.output_projection.weight.T.shape)
+    got_logits, got_W = _as_shape(my_logits_shape, "my_logits_shape"), _as_shape(my_W_shape, "my_W_shape")
+    if got_logits != expected_logits:
+        raise Wrong(f"my_logits_shape {got_logits} is not the shape of the logits for B = {B}, T = {T}.",
+                    hint="one score per vocabulary word, at every position of every sentence: (B, T, V).")
+    if got_W != expected_W:
+        if got_W == (T, _V):
+            hint = ("T × V is the shape of one sentence's LOGITS, not of the weight: the same W serves every "
+                    "sentence length, so T cannot be one of its dimensions.")
+        elif got_W == expected_W[::-1]:
+            hint = ("(V, D) is how nn.Linear STORES its weight (output features first); in logits = h W + b, "
+                    "with h of width D, W is its transpose.")
+        else:
+            hint = "W maps each position's D-vector to V scores: h (1 × D) times W must give 1 × V."
+        raise Wrong(f"my_W_shape {got_W} is not the shape of W in logits = h W + b.", hint=hint)
+    return f"logits {expected_logits} = h (B, T, D) @ W {expected_W} + b (V,): W is D × V, whatever T is."
+
+
+def _layer_and_inputs():
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        layer = tl.DecoderLayer(d_model=8, nhead=2, dim_feedforward=32, dropout=0.0).eval()
+        y, memory = torch.randn(1, 6, 8), torch.randn(1, 4, 8)  # T = 6 target positions, S = 4 source words
+    return layer, y, memory, tl.causal_mask(6)
+
+
+def _q_from_layer_input(layer, y, memory, tgt_mask):  # "Q comes from the previous decoder block"
+    return layer.multihead_attn(y, memory, memory)[0]
+
+
+def _q_before_norm(layer, y, memory, tgt_mask):
+    return layer.multihead_attn(y + layer.self_attn(y, y, y, attn_mask=tgt_mask)[0], memory, memory)[0]
+
+
+def _self_attention_again(layer, y, memory, tgt_mask):
+    x1 = layer.norm1(y + layer.self_attn(y, y, y, attn_mask=tgt_mask)[0])
+    return layer.multihead_attn(x1, x1, x1)[0]
+
+
+@exercise("10.3", wrong=[lambda: (_q_from_layer_input,), lambda: (_q_before_norm,), lambda: (_self_attention_again,)])
+def exercise_10_3(my_cross_attention):
+    layer, y, memory, tgt_mask = _layer_and_inputs()
+    seen = {}
+
+    def record(module, args, out):  # a forward hook that returns None leaves the output as it is
+        seen["out"] = out[0]
+
+    hook = layer.multihead_attn.register_forward_hook(record)
+    try:
+        with torch.no_grad():
+            layer(y, memory, tgt_mask=tgt_mask)  # the package's own forward: record what cross-attention returned
+    finally:
+        hook.remove()
+    with torch.no_grad():
+        got = call(my_cross_attention, layer, y, memory, tgt_mask,
+                   name="my_cross_attention(layer, y, memory, tgt_mask)")
+    got = tensor(got, "my_cross_attention(layer, y, memory, tgt_mask)", tuple(seen["out"].shape))
+    close(got, seen["out"], "my_cross_attention(layer, y, memory, tgt_mask)",
+          hint="the query is x1 = norm1(y + self_attn(y, y, y, attn_mask=tgt_mask)), the output of THIS layer's "
+               "first sub-layer (after its Add & Norm), not y; keys and values are the memory.")
+    return "your cross-attention output equals what DecoderLayer's own cross-attention computed (hooked)."
+
+
+@exercise("10.4", wrong=[lambda: (1.0,), lambda: (0.37,)])
+def exercise_10_4(my_change):
+    layer, y, memory, tgt_mask = _layer_and_inputs()
+    perm = torch.tensor([2, 0, 3, 1])
+    with torch.no_grad():
+        expected = (layer(y, memory[:, perm], tgt_mask=tgt_mask) - layer(y, memory, tgt_mask=tgt_mask)).abs().max()
+    number(my_change, float(expected), "my_change", rel=0, abs_=1e-5,
+           hint="shuffle the ROWS of the memory (dimension 1) and compare the two outputs of layer; think of what "
+                "a weighted sum does when its terms are reordered along with their weights.")
+    return "shuffling the memory's rows changes the decoder's output by no more than float rounding."
+
+
+@exercise("10.5", wrong=[lambda: (_V * 1024,), lambda: (3 * _V * 1024,), lambda: (2 * _V * 1024 + 2 * _V,)])
+def exercise_10_5(my_saving):
+    with torch.device("meta"):
+        big = dict(d_model=1024, nhead=16, dim_feedforward=4096)
+        untied = tl.count_parameters(tl.Transformer(_V, _V, **big))
+        shared = tl.count_parameters(tl.Transformer(_V, _V, tie_embeddings=True, share_embeddings=True, **big))
+    number(my_saving, untied - shared, "my_saving", rel=0, abs_=0.5,
+           hint="three uses of one V × D matrix replace three matrices: how many V × D blocks are saved? "
+                "The big model's D is 1024, and the output layer's bias (V) is not shared.")
+    return f"sharing one matrix among three uses saves {untied - shared:,} parameters in the big model."
