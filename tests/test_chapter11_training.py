@@ -191,3 +191,89 @@ def test_a_short_run_learns_to_reverse():
     assert all(math.isclose(a, noam_lr(k, 32, 30)) for k, a in enumerate(hist.lr, start=1))
     assert sum(hist.loss[-10:]) / 10 < 0.6 * sum(hist.loss[:10]) / 10
     assert acc > 0.8
+
+
+# ---- residual dropout, perplexity, Adam's later steps, checkpoint averaging, BLEU (issue 12) ----------------------------
+
+def test_dropout_sits_where_the_paper_puts_it_and_scales_survivors():
+    model = _model(dropout=0.1)
+    names = {n for n, m in model.named_modules() if isinstance(m, torch.nn.Dropout)}
+    assert {"src_pos.dropout", "tgt_pos.dropout"} <= names  # on the embedding + PE sums (§5.4)
+    residual = {n for n in names if n.split(".")[-1] in ("dropout1", "dropout2", "dropout3")}
+    assert residual == {"encoder.layers.0.dropout1", "encoder.layers.0.dropout2", "decoder.layers.0.dropout1",
+                        "decoder.layers.0.dropout2", "decoder.layers.0.dropout3"}
+    layer = tl.EncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.1).train()
+    seen = {}
+    hook = layer.dropout1.register_forward_hook(lambda m, a, o: seen.update(inp=a[0], out=o))
+    with torch.no_grad():
+        layer(torch.randn(8, 50, 16))
+    hook.remove()
+    zeroed = (seen["out"] == 0) & (seen["inp"] != 0)
+    assert_close(seen["out"][~zeroed], seen["inp"][~zeroed] / 0.9)
+    assert abs(zeroed.float().mean().item() - 0.1) < 0.03
+
+
+def test_perplexity_is_exp_of_the_mean_cross_entropy():
+    p = torch.tensor([0.5, 0.25, 1.0, 0.125], dtype=torch.float64)
+    assert math.isclose(math.exp(-p.log().mean().item()), 64 ** 0.25, rel_tol=1e-9)
+    labels = torch.randint(0, 14, (20,))
+    assert math.isclose(math.exp(F.cross_entropy(torch.zeros(20, 14), labels).item()), 14, rel_tol=1e-5)
+
+
+def test_adams_steps_equal_lr_only_on_the_first_step():
+    lr = 0.1
+    c = torch.tensor([0.01, 1.0, 100.0], dtype=torch.float64)
+    w = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    opt = paper_adam([w], lr=lr)
+    sizes, grads = [], []
+    for _ in range(30):
+        opt.zero_grad()
+        (0.5 * c * (w - 1) ** 2).sum().backward()
+        grads.append(w.grad.clone())
+        before = w.detach().clone()
+        opt.step()
+        sizes.append((w.detach() - before).abs() / lr)
+    sizes, grads = torch.stack(sizes), torch.stack(grads)
+    assert torch.allclose(sizes[0], torch.ones(3, dtype=torch.float64))
+    assert torch.allclose(sizes, sizes[:, :1].expand(-1, 3), rtol=1e-5)  # scale-free
+    flip = int((grads[:, 0] > 0).nonzero()[0])
+    assert sizes[flip:, 0].max() < 0.7 and sizes[:, 0].min() < 0.1
+    assert (sizes[1:, 0] < 1).all()
+
+
+def test_checkpoint_average_is_the_mean_of_each_weight():
+    model = _model()
+    checkpoints = []
+    for k in range(5):
+        torch.manual_seed(k)
+        checkpoints.append({n: t + 0.01 * torch.randn_like(t) for n, t in model.state_dict().items()})
+    averaged = {n: torch.stack([c[n] for c in checkpoints]).mean(0) for n in checkpoints[0]}
+    for n in averaged:
+        assert_close(averaged[n], sum(c[n] for c in checkpoints) / 5)
+    copy_ = _model()
+    copy_.load_state_dict(averaged)  # the average is a state_dict of the same model
+    src, tgt = _example()
+    with torch.no_grad():
+        assert torch.isfinite(copy_(src, teacher_forcing(tgt)[0])).all()
+
+
+def _notebook_code(startswith):
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "11_training.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    (src,) = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"
+              and "".join(c["source"]).lstrip().startswith(startswith)]
+    return src
+
+
+def test_the_chapters_bleu_matches_the_hand_count():
+    ns = {"math": math}
+    exec(_notebook_code("from collections import Counter"), ns)  # ngrams, modified_precision (+ the clipping check)
+    exec(_notebook_code("def bleu("), ns)  # bleu (+ the hand-count checks)
+    score, precisions, brevity = ns["bleu"]("the cat sat on the mat", "the cat sat on the red mat")
+    assert precisions == [(6, 6), (4, 5), (3, 4), (2, 3)]
+    assert math.isclose(score, math.exp(1 - 7 / 6) * 0.4 ** 0.25)
+    assert ns["bleu"]("a b c d", "a b c d")[0] == 1.0  # identical: 1
+    assert ns["bleu"]("a b c d", "w x y z a b c d")[2] == pytest.approx(math.exp(1 - 2))  # brevity penalty

@@ -82,6 +82,27 @@ def test_cache_processes_L_positions_instead_of_L_L_plus_1_over_2(model, src, L)
     assert n_k_full == L and n_k_cached == 1  # cross-attention keys projected once with the cache
 
 
+@pytest.mark.parametrize("L", [1, 5, 12])
+def test_with_the_cache_attention_scores_stay_quadratic(model, src, L):
+    # The projections become linear; the query-key scores drop from sum t^2 to sum t = L(L+1)/2, not to L.
+    scores = []
+
+    def hook(module, args, kwargs, out):
+        cache = kwargs.get("cache")
+        scores.append(args[0].shape[1] * (len(cache) if cache is not None else args[1].shape[1]))
+
+    handle = model.decoder.layers[0].self_attn.register_forward_hook(hook, with_kwargs=True)
+    try:
+        _decode_fixed(model, src, L, use_cache=False)
+        without, scores[:] = sum(scores), []
+        _decode_fixed(model, src, L, use_cache=True)
+        with_cache = sum(scores)
+    finally:
+        handle.remove()
+    assert without == sum(t * t for t in range(1, L + 1))
+    assert with_cache == L * (L + 1) // 2
+
+
 def test_greedy_decode_equals_a_hand_written_loop_and_beam_of_one(model, src):
     greedy = greedy_decode(model, src, 10, BOS, EOS)
     loop = _decode_fixed(model, src, greedy.shape[1] - 1, use_cache=False)
@@ -196,3 +217,77 @@ def test_shipped_translator_exposure_bias(translator):
     after = (torch.arange(labels.shape[1])[None] >= 1) & (labels != PAD)
     acc_clean, acc_bad = ((p == labels)[after].float().mean().item() for p in (clean, bad))
     assert acc_bad < acc_clean - 0.02  # measured: 0.956 against 0.999
+
+
+def _lost_slots(trace, b=0):
+    lost = 0
+    for t in range(len(trace.tokens) - 1):
+        done = trace.finished[t][b] | (trace.tokens[t][b] == EOS)
+        continued = {int(p) for p, f in zip(trace.parents[t + 1][b], trace.finished[t + 1][b]) if f}
+        lost += sum(1 for k in range(len(done)) if done[k] and k not in continued)
+    return lost
+
+
+def test_shipped_translator_finished_hypotheses_narrow_the_beam(translator):
+    model, data = translator
+    out, trace = beam_search(model, data.encode_source("cat"), 4, 20, BOS, EOS, length_penalty=0.6, return_trace=True)
+    finished_after = [int((trace.finished[t][0] | (trace.tokens[t][0] == EOS)).sum()) for t in range(len(trace.tokens))]
+    assert len(trace.tokens) == 20 and finished_after[-1] == 3 and 3 in finished_after[:6]
+    assert data.tgt_vocab.decode(out[0].tolist()) == "猫 买 猫"
+    assert _lost_slots(trace) == 0
+    frozen = 0
+    for t in range(1, len(trace.tokens)):
+        for k in range(4):
+            if trace.finished[t][0, k]:  # finished before step t: extended by <pad> at no cost
+                assert int(trace.tokens[t][0, k]) == PAD
+                assert trace.log_probs[t][0, k] == trace.log_probs[t - 1][0, int(trace.parents[t][0, k])]
+                frozen += 1
+    assert frozen > 0
+
+
+def test_shipped_translator_length_penalty_prunes_during_the_search(translator):
+    # alpha = 2 on "cat": the package's search returns the repetition; alpha = 0 + the penalty at the end does not
+    model, data = translator
+    src = data.encode_source("cat")
+    during, trace2 = beam_search(model, src, 4, 20, BOS, EOS, length_penalty=2.0, return_trace=True)
+    _, trace0 = beam_search(model, src, 4, 20, BOS, EOS, length_penalty=0.0, return_trace=True)
+    slots = []
+    for slot in range(4):
+        toks = [tok for _, _, tok in trace0.path(0, slot) if tok != PAD]
+        slots.append((EOS in toks, float(trace0.log_probs[-1][0, slot]) / float(length_penalty_gnmt(len(toks), 2.0)),
+                      toks))
+    at_end = data.tgt_vocab.decode([BOS] + max(slots)[2])
+    got = data.tgt_vocab.decode(during[0].tolist())
+    assert at_end == "猫 买 猫" and got != at_end and len(got.split()) > 10
+    assert _lost_slots(trace2) > 0
+
+
+# ---- the attention benchmark (moved here from chapter 0) -------------------------------------------------------------
+
+def test_shipped_benchmark_results_hold_what_chapter_12_shows():
+    from transformer_lite.book.pretrained import benchmark_results
+
+    bench = benchmark_results()
+    assert bench is not None, "transformer_lite/book/assets/benchmarks.json is missing: run `make bench`"
+    assert {"torch", "threads", "processor"} <= set(bench["machine"])
+    for g in bench["goals"].values():
+        assert {"value", "goal", "met"} <= set(g)
+    rows = bench["attention_scaling"]["rows"]
+    assert len(rows) >= 2 and all({"T", "ours_ms", "sdpa_ms", "ours_bytes", "sdpa_bytes"} <= set(r) for r in rows)
+    assert rows[-1]["ours_bytes"] / rows[-2]["ours_bytes"] > 3 and rows[-1]["sdpa_bytes"] / rows[-2]["sdpa_bytes"] < 2.5
+    assert bench["kv_cache_speedup"] > 0 and {"tokens", "config"} <= set(bench["kv_cache"])
+
+
+def test_benchmark_results_is_none_when_the_file_is_absent(monkeypatch, tmp_path):
+    from transformer_lite.book import pretrained
+
+    monkeypatch.setattr(pretrained, "SHIPPED_BENCHMARKS", tmp_path / "absent.json")
+    assert pretrained.benchmark_results() is None
+
+
+def test_chapter_12_reads_the_benchmarks_from_the_package_not_the_checkout():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "notebooks" / "12_inference.ipynb").read_text(encoding="utf-8")
+    assert "benchmark_results()" in text and "attention_scaling" in text
+    assert "../" not in text and "results.json" not in text
