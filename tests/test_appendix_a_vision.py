@@ -144,3 +144,40 @@ def test_tiny_patch_encoder_learns_the_spatial_task():
         with torch.no_grad():
             acc = (model(test_x).argmax(-1) == test_y).float().mean().item()
     assert acc > 0.75, acc
+
+
+def test_patch_encoder_follows_vit_where_the_paper_encoder_does_not():
+    # the appendix's table "What ViT changes in the encoder", on the package's two encoders
+    torch.manual_seed(0)
+    vit = PatchEncoder(64, 16, 3, 4, positional="learned")
+    paper = tl.Transformer(10, 10, d_model=64, nhead=4, num_encoder_layers=1, num_decoder_layers=1)
+    image = torch.rand(1, 3, 64, 64)
+    assert vit.tokens(image).shape == (1, 17, 64)  # [class] + 16 patches
+    assert isinstance(vit.pos, nn.Parameter) and vit.pos.shape == (1, 17, 64)
+    assert paper.config.positional == "sinusoidal"
+    assert vit.encoder.layers[0].norm_first and isinstance(vit.encoder.norm, tl.LayerNorm)
+    assert not paper.encoder.layers[0].norm_first and paper.encoder.norm is None
+    ids = torch.tensor([[5]])
+    torch.testing.assert_close(paper.src_embed(ids), paper.src_embed.weight[ids] * 8.0)  # sqrt(64)
+    torch.testing.assert_close(vit.patch_embed(image), vit.patch_embed.proj(patchify(image, 16)))  # no scaling
+    assert vit.encoder.layers[0].ff.activation_name == "relu"  # ours keeps ReLU (ViT: GELU) ...
+    assert tl.EncoderLayer(64, 4, 128, activation="gelu").ff.activation_name == "gelu"  # ... which one argument gives
+
+
+def test_exercise_checks_accept_independent_answers(monkeypatch):
+    from transformer_lite.book import check
+
+    monkeypatch.setenv(check.STRICT_ENV, "1")  # a rejected right answer raises
+    assert check.exercise_A_1((224 // 14) ** 2, (224 // 14) ** 2 + 1, 3 * 14 * 14)
+    assert check.exercise_A_2(lambda x, P: F.unfold(x, kernel_size=P, stride=P).transpose(1, 2))
+    assert check.exercise_A_3(lambda m, x: torch.cat([m.cls_token.expand(len(x), -1, -1), m.patch_embed(x)], 1) + m.pos)
+
+    def pe_2d(rows, cols, d):
+        row, col = tl.sinusoidal_positional_encoding(rows, d // 2), tl.sinusoidal_positional_encoding(cols, d // 2)
+        return torch.stack([torch.cat([row[n // cols], col[n % cols]]) for n in range(rows * cols)])
+
+    assert check.exercise_A_4(pe_2d)
+    # A.5 (trained live): the ranges measured over seeds and CPU code paths pass, the impossible do not
+    assert check.exercise_A_5({None: 0.27, "1d": 0.61, "2d": 0.924})
+    monkeypatch.delenv(check.STRICT_ENV)
+    assert not check.exercise_A_5({None: 0.55, "1d": 0.61, "2d": 0.95})

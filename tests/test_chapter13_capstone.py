@@ -109,3 +109,58 @@ def test_error_analysis_patterns(trained):
     assert all("<unk>" not in w for w in words)
     beam = beam_search(model, data.encode_source(["i learned chinese"]), 4, 20, BOS, EOS)
     assert "学" in data.tgt_vocab.decode(beam[0].tolist()).split()
+
+
+# ---- the exercises: the checks accept answers computed here independently, and their answers are robust --------
+
+def test_exercise_checks_accept_independent_answers(trained, monkeypatch):
+    from transformer_lite import Transformer, TransformerConfig, count_parameters
+    from transformer_lite.book import check
+    from transformer_lite.decoding import sequence_log_prob
+
+    monkeypatch.setenv(check.STRICT_ENV, "1")  # a rejected right answer raises
+    model, data, _ = trained
+
+    def exact(pred, ref):
+        cut = [r[: r.index(EOS) + 1] if EOS in r else r for r in pred.tolist()]
+        return sum(p == (r[: r.index(EOS) + 1]) for p, r in zip(cut, ref.tolist())) / len(ref)
+
+    assert check.exercise_13_1(exact)
+
+    src = data.test_src[:100]
+    log_p = sequence_log_prob(model, src, greedy_decode(model, src, 20, BOS, EOS), EOS)
+    least, second = log_p.sort().values[:2]
+    assert second - least > 1.0  # the least confident sentence is so by a wide margin: the same on any CPU
+    assert check.exercise_13_2(int(log_p.argmin()))
+
+    rows = [n for n, (_, zh) in enumerate(data.test_pairs) if "明天" in zh.split()]
+    cross = model.attention_maps(data.test_src[rows], data.test_tgt[rows, :-1]).cross[-1].mean(1)
+    counts, margins = collections.Counter(), []
+    for k, n in enumerate(rows):
+        en, zh = data.test_pairs[n]
+        row = cross[k, zh.split().index("明天"), : len(en.split())]
+        counts[en.split()[int(row.argmax())]] += 1
+        top2 = row.topk(2).values
+        margins.append(float(top2[0] - top2[1]))
+    assert min(margins) > 0.1 and counts["tomorrow"] == 0  # a clear peak, and not on "tomorrow"
+    assert check.exercise_13_3(counts)
+
+    cfg = model.config
+    bigger = TransformerConfig(**dict(cfg.to_dict(), src_vocab_size=cfg.src_vocab_size + 1,
+                                      tgt_vocab_size=cfg.tgt_vocab_size + 1))
+    assert check.exercise_13_4(count_parameters(Transformer(bigger)) - count_parameters(model))
+    assert check.exercise_13_4(3 * cfg.d_model + 1)
+
+    src1 = data.encode_source("she watches football")
+    out = greedy_decode(model, src1, 20, BOS, EOS)
+    ref = torch.tensor([data.tgt_vocab.encode("她 看 足球", add_bos_eos=True)])
+    lp_out, lp_ref = sequence_log_prob(model, src1, out, EOS).item(), sequence_log_prob(model, src1, ref, EOS).item()
+    assert lp_out - lp_ref > 3  # the model's seen verb-object pair is far more probable than 看 足球
+    assert check.exercise_13_5(lp_out, lp_ref)
+
+
+def test_will_comes_exactly_with_tomorrow_in_the_grammar():
+    # exercise 13.3's solution: either word tells the model to write 明天
+    pairs = all_translation_pairs()
+    assert all(("will" in en.split()) == ("tomorrow" in en.split()) for en, _ in pairs)
+    assert any("明天" in zh.split() for _, zh in pairs)

@@ -1,0 +1,222 @@
+"""Checks of chapter 13's exercises (the capstone translator).
+
+Every check about a model uses the SHIPPED translator (``load_shipped_translator``): the same weights
+on every machine, so its answers can be checked exactly. The checks decode and score with it
+themselves; they never read the notebook's variables.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import math
+
+import torch
+
+import transformer_lite as tl
+from transformer_lite.book.runtime import num_threads
+from transformer_lite.data import BOS, EOS, PAD
+
+from . import Wrong, call, exercise, number
+
+# ---- 13.1: exact match -----------------------------------------------------------------------------
+
+
+def _until_eos(row: list[int]) -> list[int]:
+    return row[: row.index(EOS) + 1] if EOS in row else row
+
+
+def _exact_match(pred: torch.Tensor, ref: torch.Tensor) -> float:
+    return sum(_until_eos(p) == _until_eos(r) for p, r in zip(pred.tolist(), ref.tolist())) / len(ref)
+
+
+def _batches():
+    """(pred, ref) pairs: outputs as greedy_decode returns them (<bos> ... <eos>, then <pad>), references padded."""
+    ref = torch.tensor([[BOS, 5, 6, 7, EOS], [BOS, 5, 6, EOS, PAD], [BOS, 8, 9, EOS, PAD],
+                        [BOS, 5, EOS, PAD, PAD], [BOS, 5, 6, 7, EOS], [BOS, 9, 9, 9, EOS]])
+    pred = torch.tensor([[BOS, 5, 6, 7],          # ran out of length before <eos>: wrong
+                         [BOS, 5, 6, EOS],        # right
+                         [BOS, 8, 9, 9],          # wrong
+                         [BOS, 5, EOS, PAD],      # right
+                         [BOS, 5, 6, EOS],        # stopped one word early: wrong
+                         [BOS, 9, 9, 9]])         # the right words, but no <eos>: wrong
+    ref2 = torch.tensor([[BOS, 5, EOS, PAD], [BOS, 6, 7, EOS], [BOS, 8, EOS, PAD]])
+    pred2 = torch.tensor([[BOS, 5, EOS, 7, 7, PAD],       # what follows <eos> does not count: right
+                          [BOS, 6, 7, EOS, PAD, PAD],     # right
+                          [BOS, 8, 8, EOS, PAD, PAD]])    # wrong
+    return [(pred, ref), (pred2, ref2)]
+
+
+def _token_accuracy(pred, ref):
+    L = max(pred.shape[1], ref.shape[1])
+    p = torch.nn.functional.pad(pred, (0, L - pred.shape[1]), value=PAD)
+    r = torch.nn.functional.pad(ref, (0, L - ref.shape[1]), value=PAD)
+    return (p == r).float().mean().item()
+
+
+def _prefix_match(pred, ref):
+    n = min(pred.shape[1], ref.shape[1])
+    return (pred[:, :n] == ref[:, :n]).all(1).float().mean().item()
+
+
+def _words_only(pred, ref):
+    def words(row):
+        return [t for t in row if t not in (BOS, EOS, PAD)]
+    return sum(words(p) == words(r) for p, r in zip(pred.tolist(), ref.tolist())) / len(ref)
+
+
+def _whole_rows(pred, ref):
+    L = max(pred.shape[1], ref.shape[1])
+    p = torch.nn.functional.pad(pred, (0, L - pred.shape[1]), value=PAD)
+    r = torch.nn.functional.pad(ref, (0, L - ref.shape[1]), value=PAD)
+    return (p == r).all(1).float().mean().item()
+
+
+@exercise("13.1", wrong=[lambda: (_token_accuracy,), lambda: (_prefix_match,), lambda: (_words_only,),
+                         lambda: (_whole_rows,)])
+def exercise_13_1(my_exact_match):
+    for k, (pred, ref) in enumerate(_batches(), start=1):
+        got = call(my_exact_match, pred.clone(), ref.clone(), name="my_exact_match(pred, ref)")
+        number(got, _exact_match(pred, ref), f"my_exact_match on test batch {k} ({len(ref)} rows)", abs_=1e-6,
+               hint="a row counts only if the output equals the reference token for token up to and including the "
+                    "first <eos>, and then the row scores 1, else 0 (not a share of its tokens). An output that "
+                    "never reached <eos> is wrong even if its words are right; what follows <eos> does not count; "
+                    "the two tensors may have different widths.")
+    return "your exact match agrees on two test batches (outputs cut at the length limit, and junk after <eos>)."
+
+
+# ---- the shipped translator, loaded once ----------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped():
+    from transformer_lite.book.pretrained import load_shipped_translator
+
+    model, data, _ = load_shipped_translator()
+    return model, data
+
+
+@functools.lru_cache(maxsize=1)
+def _first_100_log_probs() -> torch.Tensor:
+    from transformer_lite.decoding import greedy_decode, sequence_log_prob
+
+    model, data = _shipped()
+    src = data.test_src[:100]
+    with torch.no_grad(), num_threads(1):  # a tiny model: one thread is fastest, many times so on a busy machine
+        out = greedy_decode(model, src, 20, BOS, EOS)
+        return sequence_log_prob(model, src, out, EOS)  # (100,)
+
+
+# ---- 13.2: the least confident held-out sentence --------------------------------------------------
+
+@exercise("13.2", wrong=[lambda: (int(_first_100_log_probs().argmax()),),      # the MOST confident one
+                         lambda: (int(_first_100_log_probs().argmin()) + 1,)])  # counted from 1
+def exercise_13_2(my_index):
+    if isinstance(my_index, str):
+        raise Wrong("my_index should be the sentence's index in data.test_pairs (an int), got a string.")
+    try:
+        index = int(my_index)
+    except (TypeError, ValueError):
+        raise Wrong(f"my_index should be an int, got {type(my_index).__name__}.") from None
+    log_p = _first_100_log_probs()
+    expected = int(log_p.argmin())
+    if index != expected:
+        hint = ("that is the sentence the model is MOST sure of: you want the smallest log P." if index == int(log_p.argmax())
+                else "indices count from 0, as in data.test_pairs[i]." if index == expected + 1
+                else "decode the first 100 held-out sentences greedily, score the outputs with sequence_log_prob "
+                     "(log P of the whole output, <eos> included) and take the argmin.")
+        raise Wrong(f"held-out sentence {index} is not the one whose greedy translation is least probable.", hint)
+    return (f"sentence {expected}: the model gives its own translation probability {log_p[expected].exp():.1e}; "
+            f"the next least sure sentence has {log_p.sort().values[1].exp():.2f}.")
+
+
+# ---- 13.3: where the decoder looks while writing 明天 -----------------------------------------------
+
+@functools.lru_cache(maxsize=2)
+def _looks_for_tomorrow(shift: int = 0) -> dict:
+    model, data = _shipped()
+    rows = [n for n, (_, zh) in enumerate(data.test_pairs) if "明天" in zh.split()]
+    with torch.no_grad(), num_threads(1):
+        cross = model.attention_maps(data.test_src[rows], data.test_tgt[rows, :-1]).cross[-1].mean(1)  # (n, T, S)
+    looks = collections.Counter()
+    for k, n in enumerate(rows):
+        en, zh = data.test_pairs[n]
+        t = zh.split().index("明天") + shift  # row t of the decoder input (<bos> + words) predicts word t
+        looks[en.split()[int(cross[k, t, : len(en.split())].argmax())]] += 1
+    return dict(looks)
+
+
+@exercise("13.3", wrong=[lambda: ({"tomorrow": sum(_looks_for_tomorrow().values())},),
+                         lambda: (_looks_for_tomorrow(1),)])                 # the row that READS 明天
+def exercise_13_3(my_counts):
+    try:
+        given = {str(k): int(v) for k, v in dict(my_counts).items() if int(v) != 0}
+    except (TypeError, ValueError):
+        raise Wrong(f"my_counts should be a dict (or Counter) English word -> count, got {type(my_counts).__name__}.") \
+            from None
+    expected = _looks_for_tomorrow()
+    n = sum(expected.values())
+    if sum(given.values()) != n:
+        raise Wrong(f"your counts add up to {sum(given.values())}; there is one peak per held-out sentence whose "
+                    f"translation contains 明天 ({n} sentences).",
+                    hint="loop over data.test_pairs, keep the pairs with 明天 among the Chinese words, one count each.")
+    if given != expected:
+        raise Wrong("the counts are not right.",
+                    hint="use the LAST layer's cross-attention, averaged over the heads, with the teacher-forced decoder "
+                         "input data.test_tgt[:, :-1] = <bos> + words. Row t of it PREDICTS word t (row 0, <bos>, "
+                         "predicts the first word), so the row for 明天 is zh.split().index('明天'), not one more. "
+                         "Take the argmax over the real English words only.")
+    top = max(expected, key=expected.get)
+    return f"while predicting 明天 the last layer peaks on {top!r} in {expected[top]} of {n} sentences."
+
+
+# ---- 13.4: the parameters a new word costs --------------------------------------------------------
+
+def _new_word_parameters() -> int:
+    config = _shipped()[0].config
+    bigger = tl.TransformerConfig(**dict(config.to_dict(), src_vocab_size=config.src_vocab_size + 1,
+                                         tgt_vocab_size=config.tgt_vocab_size + 1))
+    with torch.random.fork_rng():  # a check must not move the notebook's random numbers
+        return tl.count_parameters(tl.Transformer(bigger)) - tl.count_parameters(tl.Transformer(config))
+
+
+@exercise("13.4", wrong=[lambda: (64,), lambda: (128,), lambda: (192,), lambda: (129,)])
+def exercise_13_4(my_new_parameters):
+    expected = _new_word_parameters()
+    D = _shipped()[0].config.d_model
+    number(my_new_parameters, expected, "my_new_parameters", abs_=0.5,
+           hint=f"a new source word needs a row of the source embedding (D = {D} numbers); a new target word needs a "
+                f"row of the target embedding AND a row of the output layer (D weights plus its bias), since the "
+                f"model does not tie them (config.tie_embeddings is False).")
+    return f"{expected} new parameters, all untrained: the model must see sentences with the new words to learn them."
+
+
+# ---- 13.5: why not 看 足球? ------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def _football() -> tuple[float, float, float, float]:
+    from transformer_lite.decoding import greedy_decode, sequence_log_prob
+
+    model, data = _shipped()
+    src = data.encode_source("she watches football")
+    with torch.no_grad(), num_threads(1):
+        out = greedy_decode(model, src, 20, BOS, EOS)
+        ref = torch.tensor([data.tgt_vocab.encode("她 看 足球", add_bos_eos=True)])
+        lp_out, lp_ref = sequence_log_prob(model, src, out, EOS).item(), sequence_log_prob(model, src, ref, EOS).item()
+        # the classic slip: leaving out the probability of <eos>
+        no_eos = [sequence_log_prob(model, src, y, EOS).item()
+                  - torch.log_softmax(model(src, y[:, :-1])[0, -1], -1)[EOS].item() for y in (out, ref)]
+    return lp_out, lp_ref, no_eos[0], no_eos[1]
+
+
+@exercise("13.5", wrong=[lambda: _football()[2:4],                                        # without <eos>
+                         lambda: tuple(math.exp(v) for v in _football()[:2]),                   # probabilities
+                         lambda: (_football()[1], _football()[0])])                         # swapped
+def exercise_13_5(my_logp_model, my_logp_reference):
+    lp_out, lp_ref, _, _ = _football()
+    hint = ("score each output with sequence_log_prob(model, src, ys, EOS): ys is (1, L) token ids starting with <bos> "
+            "and ending with <eos> (tgt_vocab.encode(..., add_bos_eos=True)); the result is a natural log, "
+            "<eos> included, and it is negative.")
+    number(my_logp_model, lp_out, "my_logp_model (log P of the model's greedy output)", rel=1e-3, abs_=2e-3, hint=hint)
+    number(my_logp_reference, lp_ref, "my_logp_reference (log P of 她 看 足球)", rel=1e-3, abs_=2e-3, hint=hint)
+    return (f"the model's own output is e^{lp_out - lp_ref:.1f} ≈ {math.exp(lp_out - lp_ref):,.0f} times "
+            f"more probable than 她 看 足球.")
