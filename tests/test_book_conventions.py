@@ -3,7 +3,8 @@
 * Exercises have three parts (DESIGN.md): a reader's cell tagged ``exercise`` holding a skeleton (``...``),
   then a one-line check ``check.exercise_N_M(...)``, then the solution: tagged ``hide-cell`` and
   ``solution``, collapsed in Jupyter (``jupyter.source_hidden``), behind a "Show solution" toggle on the
-  site, and ending in the same check (which the build runs strictly: tools/build_book.py).
+  site, folded in Colab too (``cellView: form`` and a ``#@title`` line), and ending in the same check (which
+  the build runs strictly: tools/build_book.py).
 * Every check rejects the wrong answers it registers, and says "not answered yet" to a skeleton.
 * Misconception notes have their three parts: what circulates, what is true, where it is checked.
 * Code that only draws is folded away (site and Jupyter alike); no visible code cell is longer than
@@ -79,6 +80,9 @@ def test_exercises_have_three_parts(path):
         assert meta.get("mystnb", {}).get("code_prompt_show") == "Show solution", \
             f"{where}: the solution's toggle should read 'Show solution' (metadata mystnb.code_prompt_show)"
         assert f"check.exercise_{n}_{m}(" in _src(solution), f"{where}: the solution must run check.exercise_{n}_{m}"
+        # Colab ignores jupyter.source_hidden; its own way to fold a cell is a form with a title
+        assert meta.get("cellView") == "form" and _src(solution).startswith("#@title "), \
+            f"{where}: the solution should start with '#@title Solution' and have cellView: form (folded in Colab)"
         markdown_before = "".join(_src(c) for c in cells[: ex["reader"]] if c["cell_type"] == "markdown")
         assert f"Exercise {n}.{m}" in markdown_before, f"{where}: no 'Exercise {n}.{m}' statement before the cell"
     assert numbers == list(range(1, len(numbers) + 1)), f"{path.name}: exercises numbered {numbers}"
