@@ -183,6 +183,53 @@ def test_model_view_scales_to_the_column(maps):
     assert '"viewBox"' in html and '.attr("width", "100%")' in html
 
 
+def unnamed_controls(html):
+    """Form controls without an accessible name: neither inside a <label> with text, nor aria-label(ledby)."""
+    from html.parser import HTMLParser
+
+    class P(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.labels, self.bad = [], []  # open <label>s: [text seen so far], the controls inside each
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "label":
+                self.labels.append(["", []])
+            elif tag in ("select", "input") and not (a.get("aria-label") or a.get("aria-labelledby")):
+                (self.labels[-1][1] if self.labels else self.bad).append(a.get("id", tag))
+
+        def handle_data(self, data):
+            for label in self.labels:
+                label[0] += data
+
+        def handle_endtag(self, tag):
+            if tag == "label" and self.labels:
+                text, controls = self.labels.pop()
+                if not text.strip():
+                    self.bad += controls
+
+    p = P()
+    p.feed(html)
+    return p.bad
+
+
+def test_every_control_has_an_accessible_name(maps):
+    """axe-core's select-name on the site: each drop-down (and slider) is named by its <label>."""
+    pages = [interactive.explore_html(draw, n=[2, 3], kind=["a", "b"]),
+             interactive.live_text_html(str.upper, ["ab", "cd"]),
+             viz.head_view_html(maps, TOK, TOK), viz.model_view_html(maps, TOK, TOK),
+             viz.head_view_html(maps.encoder, TOK)]
+    for html in pages:
+        assert "<select" in html or 'type="range"' in html
+        assert unnamed_controls(html) == []
+    assert unnamed_controls('<select id="x"></select>') == ["x"]  # the helper does catch one
+    assert unnamed_controls('<label> <select id="y"></select></label>') == ["y"]
+    head = pages[2]
+    assert re.search(r'<label>Layer: <select id="tl-bertviz-\d+-layer"></select></label>', head)
+    assert re.search(r'<label>Attention: <select id="tl-bertviz-\d+-filter">', head)
+
+
 def test_viz_rejects_bad_input(maps):
     with pytest.raises(ValueError, match="tokens"):
         viz.head_view_html(maps.encoder, TOK[:5])

@@ -1,9 +1,13 @@
-"""The built site in a real browser: every page, offline, no errors, math rendered, every control alive.
+"""The built site in a real browser: every page, offline, accessible, no errors, math rendered, every control alive.
 
-Serves _build/html on 127.0.0.1 and opens EVERY page in Debian's Chromium through Playwright
-(no browser download). Builds the site first when _build/html is missing (`make test` builds it
-anyway). Screenshots of every page go to _build/screenshots/. Skipped when Chromium or Playwright
-is missing, except under CI=true, where that is a failure.
+Opens EVERY page of _build/html in Debian's Chromium through Playwright (no browser download) twice:
+served over HTTP on 127.0.0.1, as the site will be hosted (light colour mode), and from disk (file://),
+as a reader who downloaded it opens it (dark colour mode). On each page it runs axe-core (WCAG 2.0 and
+2.1, levels A and AA); axe-core comes from npm (package.json's devDependencies) and is injected by the
+test: it is not on the site.
+Builds the site first when _build/html is missing (`make test` builds it anyway). Screenshots of every
+page (HTTP run) go to _build/screenshots/. Skipped when Chromium, Playwright or axe-core is missing,
+except under CI=true, where that is a failure.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
 
@@ -29,6 +34,15 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+# axe-core from npm (`npm ci` installs devDependencies too). WCAG 2.0 and 2.1, A and AA: 2.1 adds
+# "label in name" (2.5.3), which the theme's and myst-nb's buttons need (tools/sphinx_ext/tl_book.py).
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+SCHEMES = ["http", "file"]
+# The theme follows the reader's system colour mode (html_context.default_mode: auto); the file:// pass
+# reads the pages in dark mode, so axe checks both modes' colours without a third pass.
+COLOUR = {"http": "light", "file": "dark"}
+
 # TeX left unrendered in the visible text (outside code): \( \[ $$ or a $...$ holding TeX-ish characters
 RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\$[^$\n]{0,80}?[\\^_{}][^$\n]{0,80}?\$")
 
@@ -41,19 +55,26 @@ def _need(condition: bool, why: str):
 
 
 @pytest.fixture(scope="session")
-def site():
+def built() -> Path:
     if not (HTML / "index.html").exists():
         subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py")], cwd=ROOT, check=True)
-    handler = functools.partial(_QuietHandler, directory=str(HTML))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
+    return HTML
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
+
+
+@pytest.fixture(scope="session")
+def site(built):
+    """The site served on 127.0.0.1, on a free port: its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(built))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
 
 
 def pages() -> list[str]:
@@ -134,50 +155,116 @@ async (pattern) => {
 }
 """
 
+# axe-core over the whole page, after _INSPECT has put every control back. Over file:// axe must not
+# preload the style sheets: it fetches them with XMLHttpRequest, which Chromium refuses for file://
+# (a console error the page itself does not cause); the one rule that reads them (css-orientation-lock)
+# runs in the HTTP pass, on the same CSS.
+_AXE_RUN = r"""
+async ([tags, preload]) => {
+  const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations'], preload});
+  return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                                 nodes: v.nodes.map(n => n.target.join(' '))}));
+}
+"""
+
 
 @pytest.fixture(scope="session")
-def report(site):
-    """Open every page once; collect everything the tests below assert on."""
+def browser():
     _need(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM}")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _need(False, "playwright is not installed")
-    if SHOTS.exists():
-        shutil.rmtree(SHOTS)
-    SHOTS.mkdir(parents=True)
-    results = {}
+    _need(AXE.exists(), f"axe-core not found at {AXE}: run `npm ci`")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        for page_path in pages():
-            ctx = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-            page = ctx.new_page()
-            r = {"external": [], "failed": [], "console": []}
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
 
-            def route(rt, r=r):
-                url = rt.request.url
-                if url.startswith(site) or url.startswith("data:") or url.startswith("blob:"):
-                    rt.continue_()
-                else:
-                    r["external"].append(url)
-                    rt.abort()
 
-            page.route("**/*", route)
-            page.on("requestfailed", lambda q, r=r: r["failed"].append(f"{q.url} ({q.failure})")
-                    if q.url.startswith(site) else None)
-            page.on("response", lambda s, r=r: r["failed"].append(f"{s.url} (HTTP {s.status})")
-                    if s.status >= 400 else None)
-            page.on("console", lambda m, r=r: r["console"].append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e, r=r: r["console"].append(f"uncaught: {e}"))
-            page.goto(site + page_path, wait_until="load")
+_REPORTS: dict[str, dict] = {}
+
+
+def _favicon(page_path: str, base: str) -> str:
+    """The icon a browser asks for on this page: its <link rel="icon">, else /favicon.ico at the root."""
+    m = re.search(r'<link rel="icon" href="([^"]+)"', (HTML / page_path).read_text(encoding="utf-8"))
+    return urljoin(base + page_path, m.group(1)) if m else urljoin(base, "/favicon.ico")
+
+
+def _visit_all(browser, scheme: str, base: str) -> dict:
+    """Open every page once over ``scheme``; collect everything the tests below assert on."""
+    axe = AXE.read_text(encoding="utf-8")
+    shots = scheme == "http"
+    if shots:
+        if SHOTS.exists():
+            shutil.rmtree(SHOTS)
+        SHOTS.mkdir(parents=True)
+    results = {}
+    for page_path in pages():
+        ctx = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block",
+                                  color_scheme=COLOUR[scheme])
+        page = ctx.new_page()
+        r = {"external": [], "failed": [], "console": [], "where": f"{scheme}, {COLOUR[scheme]} mode"}
+
+        def route(rt, r=r):
+            url = rt.request.url
+            if url.startswith(base) or url.startswith("data:") or url.startswith("blob:"):
+                rt.continue_()
+            else:
+                r["external"].append(url)
+                rt.abort()
+
+        page.route("**/*", route)
+        page.on("requestfailed", lambda q, r=r: r["failed"].append(f"{q.url} ({q.failure})")
+                if q.url.startswith(base) else None)
+        page.on("response", lambda s, r=r: r["failed"].append(f"{s.url} (HTTP {s.status})")
+                if s.status >= 400 else None)
+        page.on("console", lambda m, r=r: r["console"].append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e, r=r: r["console"].append(f"uncaught: {e}"))
+        page.goto(base + page_path, wait_until="load")
+        # the root index.html is a bare redirect (<meta http-equiv="Refresh">): wait for the page it opens
+        page.wait_for_function("document.readyState === 'complete' && "
+                               "!document.querySelector('meta[http-equiv=Refresh i]')")
+        if scheme == "http":  # (over file:// Playwright's "networkidle" sometimes never comes; _INSPECT waits itself)
             page.wait_for_load_state("networkidle")
-            r.update(page.evaluate(_INSPECT, RAW_TEX.pattern))
+        r.update(page.evaluate(_INSPECT, RAW_TEX.pattern))
+        # after _INSPECT swapped frames, the theme makes an overflowing <pre> keyboard-scrollable (tabindex=0)
+        # from a MutationObserver debounced by 300 ms; axe must see the page once that has run
+        page.wait_for_timeout(500)
+        page.add_script_tag(content=axe)
+        r["axe"] = page.evaluate(_AXE_RUN, [AXE_TAGS, scheme != "file"])
+        if scheme == "http":
+            # Chromium fetches the favicon itself, outside the page's events, and not at all while
+            # page.route intercepts requests; so ask the server for it as the browser would
+            icon = _favicon(page_path, base)
+            status = page.request.get(icon).status
+            if status >= 400:
+                r["failed"].append(f"{icon} (HTTP {status}; the page's favicon)")
+        if shots:
             page.evaluate("window.scrollTo(0, 0)")
             page.screenshot(path=str(SHOTS / (page_path.replace("/", "__")[:-5] + ".png")), full_page=True)
-            results[page_path] = r
-            ctx.close()
-        browser.close()
+        ctx.close()
+        results[page_path] = r
     return results
+
+
+def _report(scheme: str, browser, request) -> dict:
+    if scheme not in _REPORTS:
+        base = (request.getfixturevalue("site") if scheme == "http"
+                else request.getfixturevalue("built").resolve().as_uri() + "/")
+        _REPORTS[scheme] = _visit_all(browser, scheme, base)
+    return _REPORTS[scheme]
+
+
+@pytest.fixture(scope="session", params=SCHEMES)
+def report(request, browser):
+    """Every page opened once per scheme (http://127.0.0.1, file://): what the tests assert on."""
+    return _report(request.param, browser, request)
+
+
+@pytest.fixture(scope="session")
+def http_report(request, browser):
+    return _report("http", browser, request)
 
 
 def _problems(report, key):
@@ -203,6 +290,29 @@ def test_no_console_errors(report):
     assert not _problems(report, "console")
 
 
+def test_no_accessibility_violations(report):
+    """axe-core, WCAG 2.0/2.1 A and AA, on every page: 0 violations."""
+    found = [f"{v['id']} ({v['impact']}) on {page} ({r['where']}): {v['help']}; nodes: {'; '.join(v['nodes'][:10])}"
+             + (f" (+{len(v['nodes']) - 10} more)" if len(v["nodes"]) > 10 else "")
+             for page, r in report.items() for v in r["axe"]]
+    assert not found, f"{len(found)} axe-core violation(s) ({', '.join(AXE_TAGS)}):\n" + "\n".join(found)
+
+
+def test_every_page_has_the_favicon(built):
+    """The book's favicon is declared by every theme page, exists, and is also at the site's root, where
+    a browser looks for it on a page that declares none (the root index.html is a bare redirect)."""
+    missing = []
+    for name in pages():
+        text = (built / name).read_text(encoding="utf-8")
+        if "<body" not in text:
+            continue  # the redirect page
+        m = re.search(r'<link rel="icon" href="([^"]+)"', text)
+        if not m or not (built / name).parent.joinpath(m.group(1)).resolve().is_file():
+            missing.append(name)
+    assert not missing, "pages without a working <link rel=\"icon\">"
+    assert (built / "favicon.ico").is_file(), "no /favicon.ico at the site's root"
+
+
 def test_math_is_rendered(report):
     unrendered = {p: f"{r['mathRendered']}/{r['math']}" for p, r in report.items() if r["mathRendered"] != r["math"]}
     assert not unrendered, "pages with math MathJax did not render"
@@ -225,7 +335,7 @@ def test_every_control_changes_the_page(report):
     assert not dead
 
 
-def test_screenshots_of_every_page(report):
+def test_screenshots_of_every_page(http_report):
     shots = list(SHOTS.glob("*.png"))
-    assert len(shots) == len(report)
+    assert len(shots) == len(http_report)
     assert all(s.stat().st_size > 5000 for s in shots)

@@ -45,12 +45,56 @@ def convert(app, doctree) -> None:
         quote.replace_self(box)
 
 
+# ---------------------------------------------------------------- accessibility (axe-core, WCAG 2.1 A/AA)
+
+def visit_citation(self, node) -> None:
+    """docutils' citation with role="listitem" instead of the deprecated DPUB role "doc-biblioentry"
+    (DPUB-ARIA 1.1; w3c/dpub-aria#22): a role="list" needs listitem children (axe aria-required-children,
+    aria-deprecated-role on the references page)."""
+    if not isinstance(node.previous_sibling(), type(node)):
+        self.body.append('<div role="list" class="citation-list">\n')
+    self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
+
+
+def depart_citation(self, node) -> None:
+    self.body.append("</div>\n")
+    if not isinstance(node.next_node(descend=False, siblings=True), type(node)):
+        self.body.append("</div>\n")
+
+
+def visit_hidden_cell(self, node) -> None:
+    """myst-nb's folded cell without aria-label="Toggle hidden content": the summary's visible text
+    ("Show code cell source", "Show solution") is its name (WCAG 2.5.3, axe label-content-name-mismatch)."""
+    from html import escape
+
+    self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n<summary>\n'
+                     f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n'
+                     f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n</summary>\n')
+
+
+def depart_hidden_cell(self, node) -> None:
+    self.body.append("</details>\n")
+
+
+def our_templates_first(app, config) -> None:
+    """templates/ overrides two pydata-sphinx-theme components (see each file for why). And the book's
+    title stays next to the logo, as text (translatable, in the theme's colours): with a logo and no
+    ``logo.text`` the theme shows the image alone."""
+    config.templates_path.insert(0, str(Path(__file__).parent / "templates"))
+    config.html_theme_options.setdefault("logo", {}).setdefault("text", config.html_title)
+
+
 def add_static(app) -> None:
     app.config.html_static_path.append(str(Path(__file__).parent / "static"))
 
 
 def setup(app):
+    from myst_nb.sphinx_ import HideCodeCellNode
+
     app.connect("doctree-read", convert)
+    app.connect("config-inited", our_templates_first)
+    app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
+    app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_hidden_cell))
     app.connect("builder-inited", add_static)
     app.add_css_file("tl-book.css")
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

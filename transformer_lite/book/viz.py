@@ -13,7 +13,8 @@ static site. Called directly it has three problems there, fixed here while reusi
   normal CDN paths are used.
 
 The model view is scaled to fit the text column (an SVG ``viewBox``), and both views sit on a white
-card so they stay readable in the theme's dark mode.
+card so they stay readable in the theme's dark mode. Each drop-down sits in a ``<label>`` ("Layer:",
+"Attention:"), its accessible name (WCAG 4.1.2; axe-core's ``select-name``, checked by tests/test_site.py).
 """
 from __future__ import annotations
 
@@ -177,7 +178,7 @@ def _filter_select(uid: str, attn_data) -> str:
     if len(attn_data) < 2:
         return ""
     opts = "".join(f'<option value="{i}">{html.escape(d["name"])}</option>' for i, d in enumerate(attn_data))
-    return f' Attention: <select id="{uid}-filter">{opts}</select>'
+    return f' <label>Attention: <select id="{uid}-filter">{opts}</select></label>'
 
 
 def head_view_html(maps, src_tokens, tgt_tokens=None, batch_index: int = 0, layer: int | None = None,
@@ -189,7 +190,7 @@ def head_view_html(maps, src_tokens, tgt_tokens=None, batch_index: int = 0, laye
     uid = _next_id("tl-bertviz")
     params = {"default_filter": "0", "root_div_id": uid, "layer": layer,
               "heads": list(heads) if heads is not None else None, "include_layers": list(range(n_layers))}
-    controls = f'Layer: <select id="{uid}-layer"></select>' + _filter_select(uid, attn_data)
+    controls = f'<label>Layer: <select id="{uid}-layer"></select></label>' + _filter_select(uid, attn_data)
     return _page(uid, controls, "head_view.js", _params_json(params, attn_data))
 
 
