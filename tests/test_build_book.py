@@ -238,3 +238,35 @@ def test_the_builds_kernels_show_no_progress_output_at_all(tmp_path):
     assert env["TRANSFORMER_LITE_STATIC"] == "1"
     outputs = _run_cells(TQDM_CELLS, env, tmp_path)
     assert not outputs, _kinds(outputs)
+
+
+def test_check_site_fails_a_misconception_note_left_as_a_plain_quote(tmp_path):
+    quote = "<blockquote>\n<div><p><strong>Misconception.</strong> “X.”</p></div></blockquote>"
+    problems = bb.check_site(_site(tmp_path, extra=quote), mode="auto")
+    assert len(problems) == 1 and "misconception note left as a plain quote" in problems[0]
+
+
+# ---------------------------------------------------------------- the book's Sphinx extension
+
+def _doctree(markdown: str):
+    from docutils.core import publish_doctree
+    from myst_parser.docutils_ import Parser
+
+    return publish_doctree(markdown, parser=Parser(), settings_overrides={"report_level": 5})
+
+
+def test_the_extension_styles_a_misconception_note_and_nothing_else():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
+    import tl_book
+    from docutils import nodes
+
+    doctree = _doctree('> **Misconception.** "X is Y."\n>\n> **What is true.** Z.\n>\n> **Checked** below.\n\n'
+                       "> **Note.** an ordinary quote\n")
+    tl_book.convert(None, doctree)
+    (box,) = list(doctree.findall(nodes.admonition))
+    assert box["classes"] == ["misconception"] and box[0].astext() == "Misconception"
+    assert box[1].astext() == "\"X is Y.\"" and box[2].astext().startswith("What is true.")
+    (quote,) = list(doctree.findall(nodes.block_quote))  # the ordinary quote is left alone
+    assert quote.astext().startswith("Note.")

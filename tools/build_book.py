@@ -227,9 +227,14 @@ def theme_mode(config: Path = ROOT / "_config.yml") -> str:
     return mode
 
 
+# a "> **Misconception.** ..." quote that the book's Sphinx extension did not convert
+_PLAIN_MISCONCEPTION = re.compile(r"<blockquote>\s*<div>\s*<p>\s*<strong>(Misconception\.|常见误解。)</strong>")
+
+
 def check_site(html_dir: Path, mode: str | None = None) -> list[str]:
     """Problems that must fail the build: page weight, site weight, loads from other hosts, widgets,
-    a page without the configured colour mode (``mode``, default: the one in _config.yml)."""
+    a page without the configured colour mode (``mode``, default: the one in _config.yml), a misconception
+    note the book's extension did not style."""
     mode = theme_mode() if mode is None else mode
     # what pydata-sphinx-theme writes for html_context's default_mode; absent if the theme stopped reading it
     mode_attr = f'data-default-mode="{mode}"'
@@ -252,6 +257,9 @@ def check_site(html_dir: Path, mode: str | None = None) -> list[str]:
         if "<body" in text and mode_attr not in text:  # (index.html is a bare redirect, not a theme page)
             problems.append(f"{page.relative_to(html_dir)}: no {mode_attr}: the theme ignored "
                             "html_context.default_mode in _config.yml (an empty mode logs a console error)")
+        if _PLAIN_MISCONCEPTION.search(text):
+            problems.append(f"{page.relative_to(html_dir)}: a misconception note left as a plain quote "
+                            "(tools/sphinx_ext/tl_book.py should turn it into the styled admonition)")
         if "application/vnd.jupyter.widget-view+json" in text:
             problems.append(f"{page.relative_to(html_dir)}: contains ipywidgets output (dead on a static page); "
                             "use transformer_lite.book.interactive.explore")

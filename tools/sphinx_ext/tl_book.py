@@ -25,9 +25,10 @@ MARKERS = ("Misconception.", "常见误解。", "常见误解.")
 def _misconception_quotes(doctree):
     for quote in list(doctree.findall(nodes.block_quote)):
         first = quote.children[0] if quote.children else None
-        if not isinstance(first, nodes.paragraph) or not first.children:
+        if not isinstance(first, nodes.paragraph):
             continue
-        lead = first.children[0]
+        # MyST starts a paragraph with an empty Text node before inline markup: skip blank text
+        lead = next((c for c in first.children if not (isinstance(c, nodes.Text) and not c.astext().strip())), None)
         if isinstance(lead, nodes.strong) and lead.astext().strip() in MARKERS:
             yield quote, first, lead
 
@@ -35,9 +36,10 @@ def _misconception_quotes(doctree):
 def convert(app, doctree) -> None:
     for quote, first, lead in _misconception_quotes(doctree):
         title_text = lead.astext().strip().rstrip(".。")
+        after = first.children[first.index(lead) + 1:]
         first.remove(lead)
-        if first.children and isinstance(first.children[0], nodes.Text):
-            first.children[0].parent.replace(first.children[0], nodes.Text(first.children[0].astext().lstrip()))
+        if after and isinstance(after[0], nodes.Text):  # the space after "Misconception."
+            first.replace(after[0], nodes.Text(after[0].astext().lstrip()))
         box = nodes.admonition("", classes=["misconception"])
         box += nodes.title(title_text, title_text)
         box.extend(quote.children)
