@@ -1,0 +1,138 @@
+"""Checks of chapter 14's exercises (from the Transformer to BERT and GPT): transformer_lite.book.check."""
+from __future__ import annotations
+
+import torch
+
+import transformer_lite as tl
+from transformer_lite import language_models as lm
+
+from . import Wrong, call, exercise, number
+
+
+def _keep_mistakes():
+    def inverted(family, L):  # PyTorch's "True = blocked" convention
+        return tl.causal_mask(L) if family == "decoder-only" else torch.zeros(L, L, dtype=torch.bool)
+
+    def no_diagonal(family, L):  # a token may not see itself
+        return torch.tril(torch.ones(L, L, dtype=torch.bool), diagonal=-1) if family == "decoder-only" \
+            else torch.ones(L, L, dtype=torch.bool)
+
+    def both_causal(family, L):  # "BERT is masked too"
+        return ~tl.causal_mask(L)
+
+    return [lambda: (inverted,), lambda: (no_diagonal,), lambda: (both_causal,)]
+
+
+@exercise("14.1", wrong=_keep_mistakes())
+def exercise_14_1(my_keep):
+    for family in ("encoder-only", "decoder-only"):
+        for L in (1, 4, 7):
+            expected = torch.ones(L, L, dtype=torch.bool) if family == "encoder-only" else ~tl.causal_mask(L)
+            got = call(my_keep, family, L, name=f"my_keep({family!r}, {L})")
+            if not isinstance(got, torch.Tensor) or got.dtype != torch.bool or tuple(got.shape) != (L, L):
+                raise Wrong(f"my_keep({family!r}, {L}) should be a bool tensor of shape ({L}, {L}), got "
+                            f"{type(got).__name__} {tuple(getattr(got, 'shape', ()))} "
+                            f"{getattr(got, 'dtype', '')}.")
+            if not torch.equal(got, expected):
+                if torch.equal(got, ~expected):
+                    hint = "inverted: here True means MAY attend (tl.causal_mask is the opposite, True = blocked)."
+                elif family == "encoder-only":
+                    hint = "an encoder-only model (BERT) has no causal mask: every token sees both sides."
+                elif not got.diagonal().all():
+                    hint = "off by one: a token may always see itself, so keep the diagonal (j <= i)."
+                else:
+                    hint = "a decoder-only model (GPT) lets query i see the keys j <= i: the lower triangle."
+                raise Wrong(f"my_keep({family!r}, {L}) differs from the right mask in "
+                            f"{int((got != expected).sum())} of {L * L} entries.", hint=hint)
+    return "an encoder-only token sees every key; a decoder-only token sees itself and the keys before it."
+
+
+@exercise("14.2", wrong=[lambda: ((0.15, 0.15),), lambda: ((0.12, 0.12),), lambda: ((0.8, 0.15),),
+                         lambda: ((0.12, 0.135),)])
+def exercise_14_2(my_rates):
+    try:
+        masked, scored = my_rates
+    except (TypeError, ValueError):
+        raise Wrong(f"my_rates should be a pair (masked, scored), got {my_rates!r}.") from None
+    number(masked, 0.15 * 0.8, "the fraction replaced by [MASK]",
+           hint="15 % are selected, and 80 % of the selected become [MASK].", rel=1e-3)
+    number(scored, 0.15, "the fraction scored by the loss",
+           hint="every selected token is scored, whether it became [MASK], a random token or stayed the same.",
+           rel=1e-3)
+    return "12 % of the tokens become [MASK], and 15 % are scored (the masked, the random and the kept ones)."
+
+
+def _gpt_count(V, context, D, N):
+    with torch.device("meta"):
+        model = lm.DecoderOnlyLM(V, d_model=D, nhead=max(1, D // 64), num_layers=N, max_len=context)
+    return tl.count_parameters(model)
+
+
+def _layer(D):
+    return 4 * (D * D + D) + (D * 4 * D + 4 * D) + (4 * D * D + D) + 4 * D
+
+
+@exercise("14.3", wrong=[
+    lambda: (lambda V, c, D, N: 2 * V * D + c * D + N * _layer(D) + 2 * D,),  # untied output
+    lambda: (lambda V, c, D, N: V * D + c * D + N * _layer(D),),  # no final LayerNorm
+    lambda: (lambda V, c, D, N: V * D + N * _layer(D) + 2 * D,),  # no position table
+    lambda: (lambda V, c, D, N: V * D + c * D + N * (12 * D * D) + 2 * D,)])  # the "12 D^2 per layer" shortcut
+def exercise_14_3(my_gpt_params):
+    for V, context, D, N in [(50257, 1024, 768, 12), (50257, 1024, 1024, 24), (100, 16, 64, 2)]:
+        expected = _gpt_count(V, context, D, N)
+        got = call(my_gpt_params, V, context, D, N, name=f"my_gpt_params({V}, {context}, {D}, {N})")
+        try:
+            got = int(got)
+        except (TypeError, ValueError):
+            raise Wrong(f"my_gpt_params should return a whole number, got {type(got).__name__}.") from None
+        if got != expected:
+            diff = got - expected
+            if diff == V * D:
+                hint = "the output layer is tied to the token embedding: count that matrix once."
+            elif diff == -2 * D:
+                hint = "a Pre-LN stack ends with a final LayerNorm (gain and bias: 2 D)."
+            elif diff == -context * D:
+                hint = "GPT-2 learns one D-vector per position: context x D more parameters."
+            else:
+                hint = ("per layer: Q, K, V, output projections with biases (4 (D^2 + D)), the FFN D -> 4D -> D with "
+                        "biases, and two LayerNorms (2 x 2D); 12 D^2 alone drops the biases and norms.")
+            raise Wrong(f"my_gpt_params({V}, {context}, {D}, {N}) is off by {diff:+,}.", hint=hint)
+    return "your formula equals the module count of GPT-2 small (124,439,808), GPT-2 medium and a tiny GPT."
+
+
+def _rope_wrong(sign=1.0, freq_scale=2.0, halves=False):
+    def rope(x, positions):
+        D = x.shape[-1]
+        inv = 10000.0 ** (-freq_scale * torch.arange(D // 2, dtype=torch.float32) / D)
+        a = positions.float()[:, None] * inv * sign
+        if halves:  # pairs (i, i + D/2): another layout, not the one asked for
+            x1, x2 = x[..., : D // 2], x[..., D // 2:]
+            return torch.cat([x1 * a.cos() - x2 * a.sin(), x1 * a.sin() + x2 * a.cos()], -1)
+        out = x.clone()
+        out[..., 0::2] = x[..., 0::2] * a.cos() - x[..., 1::2] * a.sin()
+        out[..., 1::2] = x[..., 0::2] * a.sin() + x[..., 1::2] * a.cos()
+        return out
+    return rope
+
+
+@exercise("14.4", wrong=[lambda: (_rope_wrong(sign=-1.0),), lambda: (_rope_wrong(freq_scale=1.0),),
+                         lambda: (_rope_wrong(halves=True),), lambda: (lambda x, positions: x,)])
+def exercise_14_4(my_rotary):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 16, generator=g)
+    positions = torch.tensor([0, 1, 2, 5, 9, 30])
+    got = call(my_rotary, x.clone(), positions, name="my_rotary(x, positions)")
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != (6, 16):
+        raise Wrong(f"my_rotary(x, positions) should return a tensor of shape (6, 16), "
+                    f"got {type(got).__name__} {tuple(getattr(got, 'shape', ()))}.")
+    expected = lm.rotary(x, positions)
+    if not torch.allclose(got.float(), expected, atol=1e-4):
+        if torch.allclose(got.float(), x, atol=1e-6):
+            hint = "nothing was rotated: pair i turns by the angle position * 10000^(-2i/D)."
+        elif torch.allclose(got.float().norm(dim=-1), x.norm(dim=-1), atol=1e-3):
+            hint = ("a rotation, but not this one: check the direction (x1 cos - x2 sin, x1 sin + x2 cos), "
+                    "the pairs (features 2i and 2i+1) and the frequency 10000^(-2i/D) with i = 0 .. D/2 - 1.")
+        else:
+            hint = "a rotation keeps each row's length; yours does not. Turn each pair (2i, 2i+1) by its angle."
+        raise Wrong("my_rotary(x, positions) differs from the rotary embedding on a (6, 16) input.", hint=hint)
+    return "your rotation equals lm.rotary: rotated queries and keys give scores that depend only on the offset."
