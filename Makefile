@@ -3,6 +3,7 @@
 #   make test   run every test: the package, the notebooks' claims, the built site in Chromium
 #   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package)
 #   make translator  train the book's translator (RECIPE) and write the weights the package ships
+#   make capstone  measure chapter 13's baselines, systematic split and data-size curve (assets/capstone_baselines.json)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV   := .venv
@@ -10,7 +11,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install book test test-package bench translator clean
+.PHONY: install book test test-package bench translator capstone clean
 
 install: $(STAMP) node_modules/.installed
 
@@ -41,6 +42,9 @@ bench: $(STAMP)
 
 translator: $(STAMP)
 	$(PY) -m transformer_lite.book.pretrained
+
+capstone: $(STAMP)
+	$(PY) -m transformer_lite.book.capstone
 
 clean:
 	rm -rf _build

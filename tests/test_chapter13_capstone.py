@@ -164,3 +164,57 @@ def test_will_comes_exactly_with_tomorrow_in_the_grammar():
     pairs = all_translation_pairs()
     assert all(("will" in en.split()) == ("tomorrow" in en.split()) for en, _ in pairs)
     assert any("明天" in zh.split() for _, zh in pairs)
+
+
+# ---- baselines, the systematic split and the data-size curve (the shipped `make capstone` numbers) ----------
+
+@pytest.fixture(scope="module")
+def measured():
+    from transformer_lite.book.capstone import capstone_results
+    return capstone_results()
+
+
+def test_the_shipped_baseline_table_says_what_the_chapter_says(measured, trained):
+    _, _, report = trained
+    rows = measured["baselines"]
+    assert set(rows) == {"transformer", "dictionary", "dictionary_ordered", "no_positions", "gru"}
+    assert rows["transformer"]["test_accuracy"] == report["test_accuracy"]
+    assert rows["dictionary"]["test_accuracy"] < 0.1 < 0.5 < rows["dictionary_ordered"]["test_accuracy"] < 0.8
+    for kind in ("gru", "no_positions"):
+        assert rows[kind]["test_accuracy"] >= rows["transformer"]["test_accuracy"] - 0.01
+        assert rows[kind]["steps"] == RECIPE.steps
+    assert abs(rows["gru"]["parameters"] / rows["transformer"]["parameters"] - 1) < 0.1
+    assert measured["best_baseline"] == "gru" and measured["recipe"]["seed"] == RECIPE.seed
+
+
+def test_the_dictionary_refitted_here_gives_the_shipped_number(measured, data):
+    from transformer_lite.baselines import DictionaryTranslator
+    row = measured["baselines"]["dictionary_ordered"]
+    d = DictionaryTranslator(data.train_pairs, row["threshold"], reorder=True)
+    assert d.exact_match(data.test_pairs) == row["test_accuracy"]
+    assert d.table["books"] == ["书"]
+
+
+def test_the_bag_of_words_decides_the_sentence():
+    pairs = all_translation_pairs()
+    assert len({tuple(sorted(en.split())) for en, _ in pairs}) == len(pairs)
+
+
+def test_the_systematic_split_holds_out_its_combinations(measured):
+    from transformer_lite.book.capstone import systematic_split
+    d = systematic_split()
+    train_zh = [zh.split() for _, zh in d.train_pairs]
+    assert not any(("三" in w and "本" in w) or (w[0] == "她" and "喝" in w) for w in train_zh)
+    assert any("三" in w for w in train_zh) and any(w[0] == "她" for w in train_zh)
+    assert len(d.test_pairs) == measured["systematic"]["n_test"] == sum(
+        measured["systematic"]["n_test_per_combination"].values())
+    by = {k: r["by_combination"] for k, r in measured["systematic"]["results"].items()}
+    assert by["transformer"] == {"three + 本": 1.0, "she + drink": 1.0}
+    assert by["gru"]["she + drink"] == 1.0 > by["gru"]["three + 本"] and by["dictionary_ordered"]["three + 本"] == 0
+
+
+def test_the_data_size_curve(measured):
+    curve = measured["curve"]["results"]
+    t, g = curve["transformer"], curve[measured["best_baseline"]]
+    assert t["250"] < t["4000"] and g["250"] < g["4000"] and min(t["500"], g["500"]) >= 0.95
+    assert t[str(RECIPE.n_train)] == measured["baselines"]["transformer"]["test_accuracy"]

@@ -42,7 +42,7 @@ CONFIGS = {
 
 # The chapters that train a model live. test_every_live_training_chapter_is_listed keeps this complete.
 LIVE_TRAINING = ["04_multi_head_attention", "07_pre_ln_vs_post_ln", "11_training", "13_capstone_translator",
-                 "appendix_a_vision", "appendix_c_pitfalls"]
+                 "14_bert_and_gpt", "appendix_a_vision", "appendix_c_pitfalls"]
 # Chapter 13 trains only when the reader asks; here it must.
 SWITCHES = {"13_capstone_translator": ("TRAIN_NOW = False", "TRAIN_NOW = True")}
 

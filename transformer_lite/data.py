@@ -325,3 +325,52 @@ def translation_task(n_train: int = 4000, n_test: int = 500, seed: int = 0) -> T
     train_src, train_tgt = tensors(train_pairs)
     test_src, test_tgt = tensors(test_pairs)
     return TranslationData(src_vocab, tgt_vocab, train_pairs, test_pairs, train_src, train_tgt, test_src, test_tgt)
+
+
+def translation_split(train_pairs: Sequence[tuple[str, str]], test_pairs: Sequence[tuple[str, str]]) -> TranslationData:
+    """A :class:`TranslationData` from pairs split by hand; the vocabularies are the whole grammar's, as in
+    :func:`translation_task` (so ids mean the same words in every split).
+
+    Raises ``ValueError`` if an English sentence is in both lists.
+    """
+    for name, ps in (("train_pairs", train_pairs), ("test_pairs", test_pairs)):
+        if isinstance(ps, str) or not isinstance(ps, (list, tuple)) or not ps:
+            raise TypeError(f"{name} must be a non-empty list of (English, Chinese) pairs, got {ps!r:.60}")
+    shared = {en for en, _ in train_pairs} & {en for en, _ in test_pairs}
+    if shared:
+        raise ValueError(f"test_pairs must share no English sentence with train_pairs, got {len(shared)} shared, "
+                         f"e.g. {sorted(shared)[0]!r}")
+    pairs = all_translation_pairs()
+    src_vocab = Vocab(w for en, _ in pairs for w in en.split())
+    tgt_vocab = Vocab(w for _, zh in pairs for w in zh.split())
+
+    def tensors(ps):
+        return (pad_batch([src_vocab.encode(en) for en, _ in ps]),
+                pad_batch([tgt_vocab.encode(zh, add_bos_eos=True) for _, zh in ps]))
+
+    train_src, train_tgt = tensors(train_pairs)
+    test_src, test_tgt = tensors(test_pairs)
+    return TranslationData(src_vocab, tgt_vocab, list(train_pairs), list(test_pairs), train_src, train_tgt,
+                           test_src, test_tgt)
+
+
+def combination_split(is_test, n_train: int = 4000, seed: int = 0) -> TranslationData:
+    """A systematic split: every sentence pair with ``is_test(en, zh)`` true is held out, so the combination
+    it describes (say, "three" with the measure word 本) never occurs in training.
+
+    The test set is all of those pairs (in the grammar's order); the training set is ``n_train`` of the other
+    pairs, shuffled with ``seed``.
+    """
+    if not callable(is_test):
+        raise TypeError(f"is_test must be callable (en, zh) -> bool, got {type(is_test).__name__}")
+    check_positive_int("n_train", n_train)
+    check_int("seed", seed)
+    pairs = all_translation_pairs()
+    test = [p for p in pairs if is_test(*p)]
+    rest = [p for p in pairs if not is_test(*p)]
+    if not test:
+        raise ValueError("is_test must hold for at least one pair of the grammar, got none")
+    if n_train > len(rest):
+        raise ValueError(f"n_train must be at most {len(rest)} (the pairs left after holding out), got {n_train}")
+    random.Random(seed).shuffle(rest)
+    return translation_split(rest[:n_train], test)
