@@ -260,3 +260,12 @@ def test_plotting_returns_figures_and_checks_shapes():
     with pytest.raises(ValueError, match="weights"):
         plotting.attention_grid(w)
     plt.close("all")
+
+
+def test_a_draw_function_that_returns_nothing_is_refused_on_the_static_page():
+    # plt.show() inside draw() leaves nothing to store: the static control would switch between empty frames
+    def draw(x):
+        pass
+
+    with pytest.raises(TypeError, match="returned None and printed nothing"):
+        interactive.explore_html(draw, x=[1, 2])

@@ -126,6 +126,10 @@ def _run(fn, kwargs, dpi, alt, text_is_html=True) -> str:
     with contextlib.redirect_stdout(out):
         result = fn(**kwargs)
     printed = out.getvalue()
+    if result is None and not printed:
+        raise TypeError(f"draw({', '.join(f'{k}={v!r}' for k, v in kwargs.items())}) returned None and printed "
+                        "nothing: return what to show (e.g. `return fig`) instead of calling plt.show(), "
+                        "so that the static page can store it")
     body = _result_to_html(result, dpi, alt, text_is_html)
     if printed:
         body = f'<pre class="tl-text">{html.escape(printed)}</pre>' + body
