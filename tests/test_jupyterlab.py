@@ -9,7 +9,7 @@ Chromium through Playwright (no browser download). One server for every chapter 
   count and none writes an error (checked on the page and in the notebook saved by File > Save),
   moving the slider and picking another drop-down value redraw the figure below them;
 * chapter 13 (the translator): Run All Cells, no error, the bertviz views draw their SVG, the
-  ``explore`` controls redraw, and typing a sentence into the ``live_text`` box translates it.
+  ``explore`` controls redraw, and typing a sentence into the translator box translates it.
 
 The browser console must stay free of errors and the server's log free of ERROR lines.
 Nothing may leave the machine: JupyterLab's news, update check and PyPI extension listing are
@@ -405,18 +405,18 @@ def test_translator_chapter_13_is_live(lab, browser):
                 0, f"bertviz view {i}'s SVG", seconds=30)
         # explore: slider and drop-down redraw the attention figure
         _explore_controls_redraw(page, page.explore_box())
-        # live_text: type a sentence, press Enter, the translation below changes
+        # translator_box: type a sentence, press Enter, the translation below changes
         live = p.locator(f"{NB} .widget-vbox:has(> .widget-text input):has(> .widget-output)").first
         output = live.locator(".widget-output").first
         text = lambda: output.text_content().strip()  # noqa: E731
-        before = page.wait_changed(text, None, "the live_text output")
+        before = page.wait_changed(text, None, "the translator box's output")
         assert "greedy:" in before, before
         box = live.locator(".widget-text input")
-        box.fill("the dog drinks water")
+        box.fill("The dog drinks water")
         box.press("Enter")
         after = page.wait_changed(text, before, "the translation after typing")
-        assert "English:      the dog drinks water" in after, after
-        assert "greedy:" in after and "beam, k = 4:" in after, after
+        assert "English read:  the dog drinks water" in after, after
+        assert "greedy:" in after and "beam, k = 4:" in after and "step  1:" in after, after
         page.check_clean()
     finally:
         page.close()

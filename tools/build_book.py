@@ -10,6 +10,8 @@ Steps:
    ``html_static_path`` into ``_build/html/_static/``, so the site serves ``_static/tl/...`` itself.
    The folder is deliberately not called ``_static``: Jupyter Book would add every .js/.css in a
    ``_static/`` folder at the book root to every page.
+   The shipped translator is exported to ONNX into ``_assets/tl/translator/`` at every build, beside
+   ONNX Runtime Web (``write_translator``): the static page runs the very model the package ships.
 2. ``TRANSFORMER_LITE_STATIC=1`` is exported; the notebook kernels inherit the build's environment, so
    ``transformer_lite.book.interactive`` precomputes every control (no ipywidgets on the page); and
    ``IPYTHONDIR`` points the kernels at a start-up file (tools/kernel_startup.py) that keeps tqdm from
@@ -102,8 +104,25 @@ def assemble_assets() -> Path:
         else:
             shutil.copy2(s, d)
     for f in (ROOT / "tools" / "site_assets").iterdir():
-        shutil.copy2(f, ASSETS / f.name)
+        if f.is_file():
+            shutil.copy2(f, ASSETS / f.name)
+    write_translator(ASSETS / "translator")
     return ASSETS
+
+
+def write_translator(dest: Path) -> dict:
+    """The shipped translator for the browser (chapters 12 and 13): exported afresh to ONNX at every build,
+    with ONNX Runtime Web from npm (transformer_lite.book.web_export); loaded by the page on first use."""
+    import logging
+
+    from transformer_lite.book.web_export import write_site_assets
+
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # "torchvision is not installed" notes
+    t0 = time.time()
+    result = write_site_assets(dest, NODE)
+    log(f"translator exported to ONNX in {time.time() - t0:.0f} s (ONNX Runtime vs PyTorch: "
+        f"{result['max_error']:.1e}); " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in result["sizes"].items()))
+    return result
 
 
 def read_yaml(path: Path) -> dict:

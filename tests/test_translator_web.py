@@ -1,0 +1,248 @@
+"""The translator in the reader's browser (chapters 12 and 13 of the built site), against Python.
+
+The static page runs the shipped translator with ONNX Runtime Web (transformer_lite.book.web_export,
+_static/tl/tl-translator.js). In Chromium, over HTTP and from disk (file://), this test types
+held-out and out-of-grammar sentences into the capstone's box and checks, for each, that the page's
+greedy and beam translations EQUAL transformer_lite.decoding's, and that the attention weights and
+the step probabilities it shows agree with Python's within 1e-4. It measures the budgets: the
+page's first load, the lazily loaded model files, the time to the first translation and the time
+of every later one. Bad input gets a message or a translation, never markup and never a hang.
+No request may leave the site, and the browser must log no error and no warning.
+"""
+from __future__ import annotations
+
+import gzip
+import statistics
+
+import pytest
+
+from test_site import ARGS, AXE, AXE_TAGS, CHROMIUM, HTML, _need, built, site  # noqa: F401 (fixtures)
+from transformer_lite.book.pretrained import tiny_translator
+from transformer_lite.book.translate import translation_details
+
+pytestmark = pytest.mark.browser
+
+CAPSTONE = "notebooks/13_capstone_translator.html"
+INFERENCE = "notebooks/12_inference.html"
+ASSETS = HTML / "_static" / "tl" / "translator"
+TOL = 1e-4
+MB = 1e6
+# Out of the grammar: unknown words, fragments, repetition, upper case, a missing space before "?".
+OUT_OF_GRAMMAR = ["cat", "i have", "she has six cats", "i learned chinese", "the the the", "Will SHE drink TEA?",
+                  "xyzzy plugh", "i have a cat and a dog", "we bought fruit"]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    model, data, _ = tiny_translator()
+    return model, data
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    _need(CHROMIUM and __import__("pathlib").Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need(False, "playwright is not installed")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+class Box:
+    """One page with a translator box; records every request, response and console message."""
+
+    def __init__(self, browser, base, page_path, colour="light"):
+        self.ctx = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block",
+                                       color_scheme=colour)
+        self.page = self.ctx.new_page()
+        self.base, self.requests, self.external, self.console, self.bodies = base, [], [], [], {}
+
+        def route(rt):
+            url = rt.request.url
+            if url.startswith(base) or url.startswith(("data:", "blob:")):
+                rt.continue_()
+            else:
+                self.external.append(url)
+                rt.abort()
+
+        self.page.route("**/*", route)
+        self.page.on("request", lambda q: self.requests.append(q.url))
+        self.page.on("response", lambda r: self.bodies.__setitem__(r.url, r) if r.ok else None)
+        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}")
+                     if m.type in ("error", "warning") else None)
+        self.page.on("pageerror", lambda e: self.console.append(f"uncaught: {e}"))
+        self.page.on("dialog", lambda d: (self.console.append(f"dialog: {d.message}"), d.dismiss()))
+        self.page.goto(base + page_path, wait_until="load")
+        self.root = self.page.locator(".tl-translator").first
+        self.page.wait_for_function("document.querySelector('.tl-translator').dataset.tlState === 'idle'")
+
+    def state(self):
+        return self.root.evaluate("r => r.dataset.tlState")
+
+    def type(self, text, beam=None, wait="result"):
+        """Type ``text`` (and set the beam size), press Enter; wait for its result or its message."""
+        self.root.evaluate("r => { r.dataset.tlState = 'typing'; }")  # so the wait below sees this input's outcome
+        if beam is not None:
+            self.root.locator(".tl-tr-beam").fill(str(beam))
+            self.root.locator(".tl-tr-beam").dispatch_event("input")
+        self.root.locator(".tl-tr-input").fill(text)
+        self.root.locator(".tl-tr-input").press("Enter")
+        if wait == "result":
+            self.page.wait_for_function(
+                "([t, k]) => { const b = document.querySelector('.tl-translator').tlBox;"
+                " return b.result && b.result.text === t && b.result.beam_size === k &&"
+                " b.root.dataset.tlState === 'ready'; }",
+                arg=[text, int(self.root.locator(".tl-tr-beam").input_value())], timeout=20000)
+            return self.root.evaluate("r => r.tlBox.result")
+        self.page.wait_for_function("() => document.querySelector('.tl-translator').dataset.tlState === 'message'",
+                                    timeout=20000)
+        return self.root.locator(".tl-tr-status").inner_text()
+
+    def close(self):
+        self.ctx.close()
+
+
+def assert_same(page_result, py):
+    """The page computed what Python computes: equal tokens, attention and probabilities within 1e-4."""
+    where = f"{py['text']!r} (beam size {py['beam_size']})"
+    for key in ("words", "unknown", "greedy", "beam", "greedy_text", "beam_text"):
+        assert page_result[key] == py[key], f"{where}: {key} {page_result[key]!r} != Python's {py[key]!r}"
+    assert len(page_result["steps"]) == len(py["steps"])
+    for t, (mine, theirs) in enumerate(zip(page_result["steps"], py["steps"])):
+        assert [w for w, _ in mine] == [w for w, _ in theirs], f"{where}: step {t + 1}'s top tokens differ"
+        assert max(abs(p - q) for (_, p), (_, q) in zip(mine, theirs)) <= TOL, f"{where}: step {t + 1}"
+    diff = max(abs(a - b) for la, lb in zip(page_result["cross"], py["cross"]) for ha, hb in zip(la, lb)
+               for ra, rb in zip(ha, hb) for a, b in zip(ra, rb))
+    shape = lambda c: (len(c), len(c[0]), len(c[0][0]), len(c[0][0][0]))  # noqa: E731
+    assert shape(page_result["cross"]) == shape(py["cross"]) and diff <= TOL, f"{where}: attention differs by {diff}"
+    return diff
+
+
+def _sentences(data):
+    return [en for en, _ in data.test_pairs[:12]] + OUT_OF_GRAMMAR
+
+
+@pytest.mark.parametrize("scheme", ["http", "file"])
+def test_the_page_translates_exactly_as_python(chromium, request, shipped, scheme):
+    model, data = shipped
+    base = request.getfixturevalue("site") if scheme == "http" else request.getfixturevalue("built").resolve().as_uri() + "/"
+    box = Box(chromium, base, CAPSTONE, colour="light" if scheme == "http" else "dark")
+    try:
+        assert not [u for u in box.requests if "/translator/" in u], "the model must not load with the page"
+        first = box.type(data.test_pairs[0][0], beam=4)
+        first_ready = box.root.evaluate("r => r.tlBox.firstReady")
+        worst = assert_same(first, translation_details(model, data, data.test_pairs[0][0], beam_size=4))
+        sentences = _sentences(data)
+        for beam in (4, 2, 8):
+            for text in (sentences if beam == 4 else sentences[::3]):
+                worst = max(worst, assert_same(box.type(text, beam=beam),
+                                               translation_details(model, data, text, beam_size=beam)))
+        # the greedy and beam outputs on the page are Python's words
+        last = translation_details(model, data, sentences[-1], beam_size=8)
+        assert box.root.locator(".tl-tr-greedy").inner_text() == last["greedy_text"]
+        assert box.root.locator(".tl-tr-beam-out").inner_text() == last["beam_text"]
+        # another layer and head: the heatmap shows Python's weights for them
+        box.root.locator(".tl-tr-layer").select_option("0")
+        box.root.locator(".tl-tr-head").select_option("2")
+        cells = box.root.locator("table.tl-tr-attn tr").nth(1).locator("td").all_inner_texts()
+        assert cells == [f"{w:.2f}" for w in last["cross"][0][2][0]]
+        assert "layer 1, head 3" in box.root.locator("table.tl-tr-attn caption").inner_text()
+        timings = box.root.evaluate("r => r.tlBox.timings")[1:]  # every translation after the first
+        print(f"\n{scheme}: first translation ready {first_ready:.0f} ms after first use; later ones: median "
+              f"{statistics.median(timings):.0f} ms, max {max(timings):.0f} ms over {len(timings)}; "
+              f"largest difference from Python {worst:.1e}")
+        assert first_ready <= 3000, f"the first translation took {first_ready:.0f} ms after first use (budget 3 s)"
+        assert max(timings) <= 100, f"a later translation took {max(timings):.0f} ms (budget 100 ms): {timings}"
+        assert not box.external, f"requests to other hosts: {box.external}"
+        assert not box.console, f"console errors or warnings: {box.console}"
+    finally:
+        box.close()
+
+
+def test_budgets_first_load_and_model_files(chromium, site):
+    """The page's first load, and what loads on first use, in bytes (1 MB = 10^6 bytes)."""
+    lazy = sum(f.stat().st_size for f in ASSETS.iterdir()) + (HTML / "_static" / "tl" / "tl-translator.js").stat().st_size
+    box = Box(chromium, site, CAPSTONE)
+    try:
+        box.page.wait_for_load_state("networkidle")
+        loaded = {u: r.body() for u, r in list(box.bodies.items())}
+        raw = sum(len(b) for b in loaded.values())
+        compressible = lambda u: not u.split("?")[0].endswith((".woff2", ".woff", ".png", ".ico"))  # noqa: E731
+        wire = sum(len(gzip.compress(b, 6)) if compressible(u) else len(b) for u, b in loaded.items())
+        assert not [u for u in loaded if "/translator/" in u]
+        print(f"\nfirst load: {raw / MB:.2f} MB as files, {wire / MB:.2f} MB gzip-compressed as static hosts send it, "
+              f"{len(loaded)} files; loaded on first use: {lazy / MB:.2f} MB "
+              + ", ".join(f"{f.name} {f.stat().st_size / MB:.2f} MB" for f in sorted(ASSETS.iterdir())))
+        assert wire <= 2 * MB, f"the page's first load is {wire / MB:.2f} MB compressed (budget 2 MB)"
+        assert lazy <= 15 * MB, f"the model files add {lazy / MB:.2f} MB (budget 15 MB)"
+    finally:
+        box.close()
+
+
+BAD = [
+    ("", "message", "type an english sentence"),
+    ("   \t  ", "message", "type an english sentence"),
+    (("i have a cat " * 40)[:500], "message", "reads at most 64"),
+    ("a" * 500, "result", None),
+    ("i have a 🐱 and a 🐶", "result", None),
+    ("我有一只猫", "result", "this box reads english"),
+    ('<script>window.tlPwned=1</script><img src=x onerror="window.tlPwned=2">', "result", None),
+]
+
+
+def test_bad_input_gets_a_message_or_a_translation_never_markup(chromium, site, shipped):
+    model, data = shipped
+    box = Box(chromium, site, CAPSTONE)
+    try:
+        elements = box.page.evaluate("document.querySelectorAll('script, img').length")
+        for text, kind, says in BAD:
+            if kind == "message":
+                status = box.type(text, wait="message")
+                assert says in status.lower(), f"{text[:30]!r}: {status!r}"
+                assert box.root.locator(".tl-tr-result").inner_text() == ""
+                with pytest.raises(ValueError):
+                    translation_details(model, data, text)
+            else:
+                result = box.type(text, beam=4)
+                assert_same(result, translation_details(model, data, text, beam_size=4))
+                if says:
+                    assert says in box.root.locator(".tl-tr-result").inner_text().lower()
+        # the HTML was read as words and shown as text: nothing was injected, nothing ran
+        assert "<script>window.tlpwned=1</script><img" in box.root.locator(".tl-tr-result").inner_text()
+        assert box.page.evaluate("window.tlPwned") is None
+        assert box.page.evaluate("document.querySelectorAll('script, img').length") == elements
+        # the translator still works after all that
+        assert box.type("the cat eats rice")["greedy_text"] == translation_details(model, data, "the cat eats rice")["greedy_text"]
+        assert not box.console and not box.external, (box.console, box.external)
+    finally:
+        box.close()
+
+
+@pytest.mark.parametrize("colour", ["light", "dark"])
+def test_the_box_with_a_translation_is_accessible(chromium, site, colour):
+    _need(AXE.exists(), f"axe-core not found at {AXE}: run `npm ci`")
+    box = Box(chromium, site, CAPSTONE, colour=colour)
+    try:
+        box.type("she has six cats ?", beam=4)
+        box.page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+        violations = box.page.evaluate(
+            "async (tags) => (await axe.run('.tl-translator', {runOnly: {type: 'tag', values: tags}, "
+            "resultTypes: ['violations']})).violations.map(v => v.id + ': ' + v.help + ' ' + "
+            "v.nodes.map(n => n.target.join(' ')).slice(0, 5).join('; '))", AXE_TAGS)
+        assert not violations, violations
+    finally:
+        box.close()
+
+
+def test_chapter_12s_box_translates_too(chromium, site, shipped):
+    model, data = shipped
+    box = Box(chromium, site, INFERENCE)
+    try:
+        for text in ("cat", "i have"):
+            assert_same(box.type(text, beam=3), translation_details(model, data, text, beam_size=3))
+        assert not box.console and not box.external, (box.console, box.external)
+    finally:
+        box.close()

@@ -1,0 +1,359 @@
+/* The book's translator, in the reader's browser (chapters 12 and 13 of the static site).
+ *
+ * transformer_lite.book.translate.translator_box_html writes the box (class "tl-translator"); this
+ * script brings it to life. On first use it loads, from the site itself:
+ *   _static/tl/translator/ort.js       ONNX Runtime Web (npm), as a classic script
+ *   _static/tl/translator/ort-wasm.js  its WebAssembly, gzip + base64
+ *   _static/tl/translator/model.js     the shipped translator exported to ONNX by `make book`
+ *                                      (transformer_lite.book.web_export), vocabularies, reading rules
+ * Classic scripts, not fetch(): a page opened from disk (file://) may load scripts, not fetch files.
+ *
+ * Decoding follows transformer_lite.decoding line by line (greedy_decode, beam_search with the GNMT
+ * length penalty), and the words are read by transformer_lite.book.translate.read_english's rules,
+ * which arrive as data in model.js. tests/test_translator_web.py checks the page against Python.
+ * User text is only ever written with textContent: nothing typed becomes markup.
+ */
+(function () {
+  "use strict";
+  if (window.tlTranslator) return;
+
+  var root = document.documentElement.dataset.content_root || "";
+  var loading = null;      // the promise of {M, ort, enc, dec}
+  var queue = Promise.resolve();  // ONNX Runtime runs one session call at a time
+  var firstUse = null;
+
+  function loadScript(src) {
+    return new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = src;
+      s.onload = resolve;
+      s.onerror = function () { reject(new Error("could not load " + src)); };
+      document.head.appendChild(s);
+    });
+  }
+
+  function fromBase64(text) {
+    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(text);
+    var bin = atob(text), out = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+
+  async function gunzip(b64) {
+    var stream = new Blob([fromBase64(b64)]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+
+  function load(assets) {
+    if (loading) return loading;
+    var base = new URL(root + assets, document.baseURI).href;
+    loading = (async function () {
+      self.__tlOrtScript = base + "ort.js";  // what the bundle reads as import.meta.url
+      await Promise.all([loadScript(base + "ort.js"), loadScript(base + "ort-wasm.js"), loadScript(base + "model.js")]);
+      var ort = self.ort, M = self.tlTranslatorModel;
+      ort.env.logLevel = "error";
+      ort.env.wasm.numThreads = 1;       // no SharedArrayBuffer needed: works on any static host and from disk
+      ort.env.wasm.proxy = false;
+      ort.env.wasm.wasmBinary = (await gunzip(self.tlOrtWasm)).buffer;
+      var opts = {executionProviders: ["wasm"], graphOptimizationLevel: "all"};
+      var enc = await ort.InferenceSession.create(await gunzip(M.encoder), opts);
+      var dec = await ort.InferenceSession.create(await gunzip(M.decoder), opts);
+      M.srcIndex = new Map(M.src_vocab.map(function (w, i) { return [w, i]; }));
+      M.whitespace = new Set(M.reading.whitespace);
+      var R = {M: M, ort: ort, enc: enc, dec: dec};
+      // Warm up: WebAssembly runs its first calls slowly, while the browser compiles it fully.
+      // One throw-away translation here keeps that delay out of the reader's later translations.
+      await details(R, M.src_vocab.slice(4, 10).join(" "), M.decoding.max_beam);
+      return R;
+    })();
+    loading.catch(function () { loading = null; });  // a failed load may be retried
+    return loading;
+  }
+
+  // -- reading the input: transformer_lite.book.translate.read_english ------------------------
+  function readEnglish(text, M) {
+    var t = text.toLowerCase();
+    for (var ch of M.reading.split_before) t = t.split(ch).join(" " + ch + " ");
+    var words = [], cur = "";
+    for (var c of t) {
+      if (M.whitespace.has(c.codePointAt(0))) { if (cur) { words.push(cur); cur = ""; } }
+      else cur += c;
+    }
+    if (cur) words.push(cur);
+    if (!words.length) throw new RangeError("text holds no words: type an English sentence");
+    if (words.length > M.config.max_len)
+      throw new RangeError("text has " + words.length + " words; the model reads at most " + M.config.max_len);
+    var ids = words.map(function (w) { return M.srcIndex.has(w) ? M.srcIndex.get(w) : M.special.unk; });
+    var unknown = [];
+    words.forEach(function (w) { if (!M.srcIndex.has(w) && unknown.indexOf(w) < 0) unknown.push(w); });
+    return {words: words, ids: ids, unknown: unknown};
+  }
+
+  // -- the model ------------------------------------------------------------------------------
+  function ids64(rows) {  // [[int]] (all rows the same length) -> int64 tensor data
+    var n = rows[0].length, out = new BigInt64Array(rows.length * n);
+    rows.forEach(function (r, b) { for (var j = 0; j < n; j++) out[b * n + j] = BigInt(r[j]); });
+    return out;
+  }
+
+  function repeatRows(data, rows, times) {  // (1, ...) float32 -> (times, ...)
+    var out = new Float32Array(data.length * times);
+    for (var k = 0; k < times; k++) out.set(data, k * data.length);
+    return out;
+  }
+
+  async function encode(R, ids) {
+    var src = new R.ort.Tensor("int64", ids64([ids]), [1, ids.length]);
+    var out = await R.enc.run({src: src});
+    return out.memory;  // (1, S, D)
+  }
+
+  async function decode(R, memory, ids, ys) {  // ys: K rows of equal length -> {logits (K,T,V), cross (K,L,H,T,S)}
+    var K = ys.length, S = ids.length, D = memory.dims[2];
+    var mem = K === 1 ? memory : new R.ort.Tensor("float32", repeatRows(memory.data, 1, K), [K, S, D]);
+    var src = new R.ort.Tensor("int64", ids64(ys.map(function () { return ids; })), [K, S]);
+    var y = new R.ort.Tensor("int64", ids64(ys), [K, ys[0].length]);
+    return R.dec.run({memory: mem, src: src, ys: y});
+  }
+
+  function untilEos(ids, eos) { var i = ids.indexOf(eos); return i < 0 ? ids : ids.slice(0, i + 1); }
+
+  async function greedy(R, memory, ids) {  // transformer_lite.decoding.greedy_decode, one sentence
+    var M = R.M, V = M.tgt_vocab.length, ys = [M.special.bos];
+    for (var step = 0; step < M.decoding.max_new_tokens; step++) {
+      var logits = (await decode(R, memory, ids, [ys])).logits.data, off = (ys.length - 1) * V, best = 0;
+      for (var v = 1; v < V; v++) if (logits[off + v] > logits[off + best]) best = v;  // argmax: the first maximum
+      ys.push(best);
+      if (best === M.special.eos) break;
+    }
+    return ys.slice(1);
+  }
+
+  function lp(length, alpha) { return Math.pow((5 + length) / 6, alpha); }  // length_penalty_gnmt
+
+  async function beamSearch(R, memory, ids, K) {  // transformer_lite.decoding.beam_search, one sentence
+    var M = R.M, V = M.tgt_vocab.length, alpha = M.decoding.length_penalty, pad = M.special.pad, eos = M.special.eos;
+    var ys = [], score = [], length = [], finished = [];
+    for (var k = 0; k < K; k++) { ys.push([M.special.bos]); score.push(k === 0 ? 0 : -Infinity); length.push(0); finished.push(false); }
+    for (var step = 0; step < M.decoding.max_new_tokens; step++) {
+      var logits = (await decode(R, memory, ids, ys)).logits.data, T = ys[0].length;
+      var candScore = new Float64Array(K * V), ranked = new Float64Array(K * V), candLen = [];
+      for (k = 0; k < K; k++) {
+        var off = (k * T + T - 1) * V, max = -Infinity, sum = 0, v;
+        for (v = 0; v < V; v++) max = Math.max(max, logits[off + v]);
+        for (v = 0; v < V; v++) sum += Math.exp(logits[off + v] - max);
+        var logZ = max + Math.log(sum);
+        candLen.push(length[k] + (finished[k] ? 0 : 1));
+        var penalty = lp(candLen[k], alpha);
+        for (v = 0; v < V; v++) {
+          // a finished hypothesis can only be extended by padding, at no cost
+          var logP = finished[k] ? (v === pad ? 0 : -Infinity) : logits[off + v] - logZ;
+          candScore[k * V + v] = score[k] + logP;
+          ranked[k * V + v] = candScore[k * V + v] / penalty;
+        }
+      }
+      var order = [];  // the K best candidates, best first (ties: the lower index first)
+      for (var i = 0; i < K * V; i++) {
+        if (order.length === K && !(ranked[i] > ranked[order[K - 1]])) continue;
+        var j = order.length === K ? K - 1 : order.length;
+        order[j] = i;
+        while (j > 0 && ranked[order[j]] > ranked[order[j - 1]]) { var tmp = order[j]; order[j] = order[j - 1]; order[j - 1] = tmp; j--; }
+      }
+      var nys = [], nscore = [], nlength = [], nfinished = [];
+      order.forEach(function (idx) {
+        var parent = Math.floor(idx / V), token = idx % V;
+        nys.push(ys[parent].concat([token]));
+        nscore.push(candScore[idx]);
+        nlength.push(candLen[parent]);
+        nfinished.push(finished[parent] || token === eos);
+      });
+      ys = nys; score = nscore; length = nlength; finished = nfinished;
+      if (finished.every(Boolean)) break;
+    }
+    var anyFinished = finished.some(Boolean), best = 0, bestScore = -Infinity;
+    for (k = 0; k < K; k++) {
+      // an unfinished hypothesis only counts if no beam finished
+      var f = finished[k] || !anyFinished ? score[k] / lp(length[k], alpha) : -Infinity;
+      if (k === 0 || f > bestScore) { best = k; bestScore = f; }  // argmax: the first maximum
+    }
+    return untilEos(ys[best].slice(1), eos);
+  }
+
+  async function details(R, text, K) {  // transformer_lite.book.translate.translation_details
+    var M = R.M, t0 = performance.now();
+    var read = readEnglish(text, M);
+    var memory = await encode(R, read.ids);
+    var g = await greedy(R, memory, read.ids);
+    var b = await beamSearch(R, memory, read.ids, K);
+    var out = await decode(R, memory, read.ids, [[M.special.bos].concat(g.slice(0, -1))]);  // teacher-forced
+    var V = M.tgt_vocab.length, T = g.length, S = read.ids.length, L = out.cross.dims[1], H = out.cross.dims[2];
+    var steps = [], cross = [];
+    for (var t = 0; t < T; t++) {
+      var row = out.logits.data.subarray(t * V, (t + 1) * V), max = -Infinity, sum = 0, v;
+      for (v = 0; v < V; v++) max = Math.max(max, row[v]);
+      var p = new Float64Array(V);
+      for (v = 0; v < V; v++) { p[v] = Math.exp(row[v] - max); sum += p[v]; }
+      var idx = Array.from({length: V}, function (_, i) { return i; });
+      idx.sort(function (a, c) { return p[c] - p[a] || a - c; });
+      steps.push(idx.slice(0, M.decoding.top_k).map(function (i) { return [M.tgt_vocab[i], p[i] / sum]; }));
+    }
+    var c = out.cross.data;
+    for (var l = 0; l < L; l++) {
+      var layer = [];
+      for (var h = 0; h < H; h++) {
+        var head = [];
+        for (t = 0; t < T; t++) head.push(Array.from(c.subarray(((l * H + h) * T + t) * S, ((l * H + h) * T + t + 1) * S)));
+        layer.push(head);
+      }
+      cross.push(layer);
+    }
+    var words = function (ids) { return untilEos(ids, M.special.eos).filter(function (i) { return i !== M.special.eos && i !== M.special.pad && i !== M.special.bos; }).map(function (i) { return M.tgt_vocab[i]; }).join(" "); };
+    return {text: text, words: read.words, unknown: read.unknown, greedy: g, beam: b, beam_size: K,
+            greedy_text: words(g), beam_text: words(b), steps: steps, cross: cross, ms: performance.now() - t0};
+  }
+
+  // -- the page -------------------------------------------------------------------------------
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    if (attrs) Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function heatColour(w) {  // white -> dark blue; the text colour keeps a contrast of at least 4.5
+    var t = Math.max(0, Math.min(1, w)), rgb = [255 + (8 - 255) * t, 255 + (48 - 255) * t, 255 + (107 - 255) * t];
+    var lin = rgb.map(function (x) { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+    var lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
+    return {bg: "rgb(" + rgb.map(Math.round).join(",") + ")", fg: lum > 0.179 ? "#000" : "#fff"};
+  }
+
+  function renderHeatmap(box, r) {
+    var M = box.R.M, layer = +box.q(".tl-tr-layer").value, head = +box.q(".tl-tr-head").value;
+    var wrap = box.q(".tl-tr-heatmap");
+    wrap.textContent = "";
+    var table = el("table", {"class": "tl-tr-attn"});
+    table.appendChild(el("caption", null, "Cross-attention of layer " + (layer + 1) + ", head " + (head + 1) +
+      " while writing the greedy translation: each row is one decoding step (the Chinese token it writes), " +
+      "each column an English token; a row sums to 1."));
+    var tr = el("tr");
+    tr.appendChild(el("th", {scope: "col"}, "writes \u2193 / reads \u2192"));
+    r.words.forEach(function (w) { tr.appendChild(el("th", {scope: "col"}, w)); });
+    table.appendChild(tr);
+    r.cross[layer][head].forEach(function (row, t) {
+      var tr = el("tr");
+      tr.appendChild(el("th", {scope: "row"}, M.tgt_vocab[r.greedy[t]]));
+      row.forEach(function (w, s) {
+        var c = heatColour(w), td = el("td", {title: M.tgt_vocab[r.greedy[t]] + " \u2190 " + r.words[s] + ": " + w.toFixed(3)}, w.toFixed(2));
+        td.style.background = c.bg; td.style.color = c.fg;
+        tr.appendChild(td);
+      });
+      table.appendChild(tr);
+    });
+    wrap.appendChild(table);
+  }
+
+  function render(box, r) {
+    var M = box.R.M, out = box.q(".tl-tr-result");
+    out.textContent = "";
+    box.result = r;
+    var dl = el("dl", {"class": "tl-tr-translations"});
+    var read = el("dd");
+    r.words.forEach(function (w, i) {
+      if (i) read.appendChild(document.createTextNode(" "));
+      read.appendChild(r.unknown.indexOf(w) >= 0 ? el("mark", {title: "not in the vocabulary: read as <unk>"}, w) : document.createTextNode(w));
+    });
+    dl.appendChild(el("dt", null, "English, as the model reads it")); dl.appendChild(read);
+    dl.appendChild(el("dt", null, "greedy")); dl.appendChild(el("dd", {"class": "tl-tr-greedy", lang: "zh-CN"}, r.greedy_text));
+    dl.appendChild(el("dt", null, "beam search, k = " + r.beam_size)); dl.appendChild(el("dd", {"class": "tl-tr-beam-out", lang: "zh-CN"}, r.beam_text));
+    out.appendChild(dl);
+    var notes = [];
+    if (r.unknown.length) notes.push("Not in the model's vocabulary, read as <unk>: " + r.unknown.join(", ") + ".");
+    else notes.push("Every word is in the model's vocabulary.");
+    if (/[\u3400-\u9fff]/.test(r.text)) notes.push("This box reads English: the model translates English into Chinese, so Chinese typed here is unknown to it.");
+    if (r.greedy[r.greedy.length - 1] !== M.special.eos) notes.push("The greedy translation stopped after " + M.decoding.max_new_tokens + " tokens without <eos>.");
+    notes.forEach(function (n) { out.appendChild(el("p", {"class": "tl-tr-note"}, n)); });
+    out.appendChild(el("div", {"class": "tl-tr-heatmap"}));
+    renderHeatmap(box, r);
+    var steps = el("table", {"class": "tl-tr-steps"});
+    steps.appendChild(el("caption", null, "Greedy decoding, step by step: the " + M.decoding.top_k +
+      " most probable next tokens and their probabilities (the first is the one it writes)."));
+    var head = el("tr");
+    head.appendChild(el("th", {scope: "col"}, "step"));
+    for (var k = 1; k <= M.decoding.top_k; k++) head.appendChild(el("th", {scope: "col"}, "#" + k));
+    steps.appendChild(head);
+    r.steps.forEach(function (row, t) {
+      var tr = el("tr");
+      tr.appendChild(el("th", {scope: "row"}, String(t + 1)));
+      row.forEach(function (c) { tr.appendChild(el("td", null, c[0] + " " + c[1].toFixed(3))); });
+      steps.appendChild(tr);
+    });
+    out.appendChild(steps);
+  }
+
+  function setStatus(box, text) { box.q(".tl-tr-status").textContent = text; }
+
+  function translate(box) {
+    var text = box.q(".tl-tr-input").value, K = +box.q(".tl-tr-beam").value;
+    var seq = ++box.seq;
+    if (firstUse === null) firstUse = performance.now();
+    if (!box.R) setStatus(box, "Loading the model into your browser (about 6 MB, once)\u2026");
+    return load(box.settings.assets).then(function (R) {
+      box.R = R;
+      var job = queue.then(function () {
+        if (seq !== box.seq) return null;  // the reader typed on: skip stale work
+        return details(R, text, K);
+      });
+      queue = job.catch(function () {});
+      return job;
+    }).then(function (r) {
+      if (r === null || seq !== box.seq) return;
+      render(box, r);
+      if (box.firstReady === undefined) box.firstReady = performance.now() - firstUse;
+      box.timings.push(r.ms);
+      setStatus(box, "Translated in your browser in " + Math.round(r.ms) + " ms.");
+      box.root.dataset.tlState = "ready";
+    }, function (e) {
+      if (seq !== box.seq) return;
+      if (e instanceof RangeError) {  // the reader's input: say what is wrong, keep the page as it is
+        box.q(".tl-tr-result").textContent = "";
+        box.result = null;
+        setStatus(box, e.message.charAt(0).toUpperCase() + e.message.slice(1) + ".");
+        box.root.dataset.tlState = "message";
+      } else {
+        setStatus(box, "The translator could not run here: " + e.message);
+        box.root.dataset.tlState = "error";
+      }
+    });
+  }
+
+  function setup(rootEl) {
+    var box = {root: rootEl, seq: 0, timings: [], q: function (s) { return rootEl.querySelector(s); }};
+    box.settings = JSON.parse(rootEl.querySelector("script.tl-tr-settings").textContent);
+    rootEl.tlBox = box;
+    var timer = null, input = box.q(".tl-tr-input");
+    function soon() { clearTimeout(timer); timer = setTimeout(function () { translate(box); }, 60); }
+    input.addEventListener("input", soon);
+    input.addEventListener("keydown", function (e) { if (e.key === "Enter") { clearTimeout(timer); translate(box); } });
+    input.addEventListener("focus", function () { if (!box.R) load(box.settings.assets).catch(function () {}); }, {once: true});
+    box.q(".tl-tr-go").addEventListener("click", function () { translate(box); });
+    box.q(".tl-tr-beam").addEventListener("input", function () {
+      box.q(".tl-tr-beam-value").textContent = box.q(".tl-tr-beam").value;
+      if (box.R) soon();
+    });
+    [".tl-tr-layer", ".tl-tr-head"].forEach(function (s) {
+      box.q(s).addEventListener("change", function () { if (box.result) renderHeatmap(box, box.result); });
+    });
+    rootEl.querySelectorAll(".tl-tr-example").forEach(function (b) {
+      b.addEventListener("click", function () { input.value = b.textContent; translate(box); });
+    });
+    rootEl.dataset.tlState = "idle";
+  }
+
+  window.tlTranslator = {
+    boxes: function () { return Array.from(document.querySelectorAll(".tl-translator")).map(function (e) { return e.tlBox; }); },
+    // for the tests and the curious: the same computation the box shows, without the page
+    details: function (text, K) { return load(JSON.parse(document.querySelector("script.tl-tr-settings").textContent).assets).then(function (R) { var job = queue.then(function () { return details(R, text, K); }); queue = job.catch(function () {}); return job; }); }
+  };
+  function init() { document.querySelectorAll(".tl-translator").forEach(setup); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
+})();

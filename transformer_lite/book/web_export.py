@@ -1,0 +1,182 @@
+"""The shipped translator for the reader's browser: ONNX export and the site's model files.
+
+``make book`` (``tools/build_book.py``) calls :func:`write_site_assets`, so the page always runs
+the model the package ships, exported afresh at every build:
+
+* :func:`export_onnx` exports two graphs with ``torch.onnx.export(..., dynamo=True)``:
+  ``encoder`` (src ids -> memory) and ``decoder`` (memory, src ids, target prefix -> next-token
+  logits at every position and every layer's cross-attention). Batch, source and target lengths
+  are dynamic. The export is checked: ONNX Runtime must reproduce PyTorch's outputs within 1e-4.
+* :func:`write_site_assets` writes what the page loads on first use, as classic scripts so they
+  load from a web server and from ``file://`` alike (a page opened from disk may not ``fetch``):
+  ``model.js`` (both graphs, gzip + base64, with the vocabularies and the reading rules),
+  ``ort.js`` (ONNX Runtime Web's single-file bundle, from npm, turned into a classic script) and
+  ``ort-wasm.js`` (its WebAssembly, gzip + base64, decompressed by the browser).
+
+Needs ``onnx``, ``onnxscript`` and ``onnxruntime`` (the build's requirements, not the package's).
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import re
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+from ..data import BOS, EOS, PAD, UNK
+from .translate import LENGTH_PENALTY, MAX_BEAM, MAX_NEW_TOKENS, TOP_K, reading_rules
+
+ORT_BUNDLE = "onnxruntime-web/dist/ort.wasm.bundle.min.mjs"  # ES module: the API and its WebAssembly glue
+ORT_WASM = "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm"
+TOLERANCE = 1e-4
+
+
+class _Encoder(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, src):  # (B, S) -> memory (B, S, D)
+        return self.model.encode(src)
+
+
+class _Decoder(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, memory, src, ys):  # (B, S, D), (B, S), (B, T) -> logits (B, T, V), cross (B, L, H, T, S)
+        logits, _, cross = self.model.decode(ys, memory, src=src, return_attention=True)
+        return logits, torch.stack(list(cross), dim=1)
+
+
+def _strip(model_proto):
+    """Drop what only a debugger needs (source locations, doc strings): the files halve."""
+    for node in model_proto.graph.node:
+        node.doc_string = ""
+        del node.metadata_props[:]
+    model_proto.doc_string = ""
+    del model_proto.metadata_props[:]
+    return model_proto
+
+
+def export_onnx(model, directory) -> dict:
+    """Export ``model`` (a :class:`~transformer_lite.Transformer`) as ``encoder.onnx`` and ``decoder.onnx``.
+
+    Returns ``{"encoder": path, "decoder": path, "max_error": float}``, the largest difference between
+    ONNX Runtime's and PyTorch's outputs on a check batch (raises ``RuntimeError`` above 1e-4).
+    """
+    import onnx
+    import onnxruntime as ort
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    model = model.cpu().eval()
+    g = torch.Generator().manual_seed(0)
+    V_src, V_tgt = model.src_vocab_size, model.tgt_vocab_size
+    src = torch.randint(4, V_src, (2, 7), generator=g)
+    src[1, 5:] = PAD  # a padded row: the masks are part of the graph
+    ys = torch.randint(4, V_tgt, (2, 4), generator=g)
+    ys[:, 0] = BOS
+    with torch.no_grad():
+        memory = model.encode(src)
+        logits, cross = _Decoder(model).eval()(memory, src, ys)
+    B, S, T = torch.export.Dim("B"), torch.export.Dim("S", max=model.max_len), torch.export.Dim("T", max=model.max_len)
+    paths = {"encoder": directory / "encoder.onnx", "decoder": directory / "decoder.onnx"}
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet), torch.no_grad():
+        enc = torch.onnx.export(_Encoder(model).eval(), (src,), input_names=["src"], output_names=["memory"],
+                                dynamic_shapes=({0: B, 1: S},), dynamo=True, optimize=True, verbose=False)
+        dec = torch.onnx.export(_Decoder(model).eval(), (memory, src, ys), input_names=["memory", "src", "ys"],
+                                output_names=["logits", "cross"], dynamic_shapes=({0: B, 1: S}, {0: B, 1: S}, {0: B, 1: T}),
+                                dynamo=True, optimize=True, verbose=False)
+    for name, program in (("encoder", enc), ("decoder", dec)):
+        onnx.save(_strip(program.model_proto), paths[name])
+
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    run_enc = ort.InferenceSession(str(paths["encoder"]), opts, providers=["CPUExecutionProvider"])
+    run_dec = ort.InferenceSession(str(paths["decoder"]), opts, providers=["CPUExecutionProvider"])
+    (m,) = run_enc.run(None, {"src": src.numpy()})
+    lo, cr = run_dec.run(None, {"memory": m, "src": src.numpy(), "ys": ys.numpy()})
+    error = max(float(abs(m - memory.numpy()).max()), float(abs(lo - logits.numpy()).max()),
+                float(abs(cr - cross.numpy()).max()))
+    if not error <= TOLERANCE:
+        raise RuntimeError(f"the ONNX export differs from PyTorch by {error:.2e} > {TOLERANCE}")
+    return dict(paths, max_error=error)
+
+
+def _gzip_b64(raw: bytes) -> str:
+    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def classic_ort_script(bundle_text: str) -> str:
+    """ONNX Runtime Web's ES-module bundle as a classic script that defines ``window.ort``.
+
+    A page opened from disk (``file://``) may run classic scripts but not import modules. The bundle's
+    one ``export {...}`` becomes an assignment, and ``import.meta.url`` (used only to find files we
+    hand over in memory instead) becomes the script's own address.
+    """
+    text = bundle_text.split("\n//# sourceMappingURL=")[0].rstrip()
+    m = re.search(r"export\s*\{([^}]*)\}\s*;?\s*$", text)
+    if m is None or text.count("export{") + text.count("export {") != 1:
+        raise ValueError("the ONNX Runtime Web bundle no longer ends with one `export {...}`; "
+                         "classic_ort_script needs updating for this version")
+    names = {}
+    for part in m.group(1).split(","):
+        local, _, exported = part.strip().partition(" as ")
+        names[(exported or local).strip()] = local.strip()
+    if not {"InferenceSession", "Tensor", "env"} <= set(names):
+        raise ValueError(f"the bundle does not export InferenceSession, Tensor and env: {sorted(names)}")
+    body = text[: m.start()].replace("import.meta.url", "self.__tlOrtScript")
+    if "import.meta" in body:
+        raise ValueError("the bundle uses import.meta beyond import.meta.url")
+    exports = ",".join(f"{k}:{v}" for k, v in sorted(names.items()) if k != "default")
+    return ("/* onnxruntime-web (MIT License, Microsoft), converted to a classic script by "
+            "transformer_lite.book.web_export */\n(function(){\n" + body + f"\nself.ort={{{exports}}};\n}})();\n")
+
+
+def write_site_assets(directory, node_modules, model=None, data=None) -> dict:
+    """Write ``model.js``, ``ort.js`` and ``ort-wasm.js`` into ``directory``; returns their sizes and the export error.
+
+    ``model`` and ``data`` default to the shipped translator (:func:`~.pretrained.tiny_translator`).
+    """
+    from .pretrained import tiny_translator
+
+    if model is None or data is None:
+        model, data, _ = tiny_translator()
+    directory, node_modules = Path(directory), Path(node_modules)
+    directory.mkdir(parents=True, exist_ok=True)
+    bundle, wasm = node_modules / ORT_BUNDLE, node_modules / ORT_WASM
+    for f in (bundle, wasm):
+        if not f.exists():
+            raise FileNotFoundError(f"missing {f}: run `npm ci` (package.json pins onnxruntime-web)")
+    onnx_dir = directory / "onnx"
+    exported = export_onnx(model, onnx_dir)
+    graphs = {k: exported[k].read_bytes() for k in ("encoder", "decoder")}
+    cfg = model.config
+    payload = dict(
+        format=1,
+        config=dict(d_model=cfg.d_model, nhead=cfg.nhead, layers=cfg.num_decoder_layers, max_len=cfg.max_len),
+        special=dict(pad=PAD, bos=BOS, eos=EOS, unk=UNK),
+        decoding=dict(max_new_tokens=MAX_NEW_TOKENS, length_penalty=LENGTH_PENALTY, top_k=TOP_K, max_beam=MAX_BEAM),
+        reading=reading_rules(),
+        src_vocab=list(data.src_vocab.itos), tgt_vocab=list(data.tgt_vocab.itos),
+        sha256={k: hashlib.sha256(v).hexdigest() for k, v in graphs.items()},
+        encoder=_gzip_b64(graphs["encoder"]), decoder=_gzip_b64(graphs["decoder"]),
+    )
+    (directory / "model.js").write_text("self.tlTranslatorModel=" + json.dumps(payload, ensure_ascii=False) + ";\n",
+                                        encoding="utf-8")
+    (directory / "ort.js").write_text(classic_ort_script(bundle.read_text(encoding="utf-8")), encoding="utf-8")
+    (directory / "ort-wasm.js").write_text(f'self.tlOrtWasm="{_gzip_b64(wasm.read_bytes())}";\n', encoding="ascii")
+    for f in onnx_dir.iterdir():  # the .onnx files are inside model.js; the site does not need them twice
+        f.unlink()
+    onnx_dir.rmdir()
+    sizes = {f.name: f.stat().st_size for f in sorted(directory.iterdir())}
+    return dict(sizes=sizes, max_error=exported["max_error"])
