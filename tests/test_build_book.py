@@ -270,3 +270,16 @@ def test_the_extension_styles_a_misconception_note_and_nothing_else():
     assert box[1].astext() == "\"X is Y.\"" and box[2].astext().startswith("What is true.")
     (quote,) = list(doctree.findall(nodes.block_quote))  # the ordinary quote is left alone
     assert quote.astext().startswith("Note.")
+
+
+def test_our_webpack_macros_are_the_themes_without_fontawesome_js():
+    """tools/sphinx_ext/templates/static/webpack-macros.html drops the theme's 1.5 MB fontawesome.js from every
+    page (its CSS draws the icons with web fonts); a theme update that changes the file must be followed."""
+    import pydata_sphinx_theme
+
+    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static" / "webpack-macros.html"
+    ours = ROOT / "tools" / "sphinx_ext" / "templates" / "static" / "webpack-macros.html"
+    theirs = [line for line in theme.read_text(encoding="utf-8").splitlines()
+              if "scripts/fontawesome.js" not in line and "So that users can add custom icons" not in line]
+    assert len(theirs) == len(theme.read_text(encoding="utf-8").splitlines()) - 2
+    assert ours.read_text(encoding="utf-8").split("-#}\n", 1)[1].splitlines() == theirs

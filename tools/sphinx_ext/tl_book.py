@@ -79,7 +79,7 @@ def depart_hidden_cell(self, node) -> None:
 
 
 def our_templates_first(app, config) -> None:
-    """templates/ overrides two pydata-sphinx-theme components (see each file for why). And the book's
+    """templates/ overrides three pydata-sphinx-theme components (see each file for why). And the book's
     title stays next to the logo, as text (translatable, in the theme's colours): with a logo and no
     ``logo.text`` the theme shows the image alone."""
     config.templates_path.insert(0, str(Path(__file__).parent / "templates"))
