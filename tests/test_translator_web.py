@@ -141,12 +141,12 @@ def test_the_page_translates_exactly_as_python(chromium, request, shipped, schem
                 worst = max(worst, assert_same(box.type(text, beam=beam),
                                                translation_details(model, data, text, beam_size=beam)))
         # the greedy and beam outputs on the page are Python's words
-        last = translation_details(model, data, sentences[-1], beam_size=8)
+        last = translation_details(model, data, sentences[::3][-1], beam_size=8)
         assert box.root.locator(".tl-tr-greedy").inner_text() == last["greedy_text"]
         assert box.root.locator(".tl-tr-beam-out").inner_text() == last["beam_text"]
         # another layer and head: the heatmap shows Python's weights for them
-        box.root.locator(".tl-tr-layer").select_option("0")
-        box.root.locator(".tl-tr-head").select_option("2")
+        box.root.locator(".tl-tr-layer").select_option(index=0)  # (a string may match a label: "2" is the value 1)
+        box.root.locator(".tl-tr-head").select_option(index=2)
         cells = box.root.locator("table.tl-tr-attn tr").nth(1).locator("td").all_inner_texts()
         assert cells == [f"{w:.2f}" for w in last["cross"][0][2][0]]
         assert "layer 1, head 3" in box.root.locator("table.tl-tr-attn caption").inner_text()
@@ -197,7 +197,8 @@ def test_bad_input_gets_a_message_or_a_translation_never_markup(chromium, site, 
     model, data = shipped
     box = Box(chromium, site, CAPSTONE)
     try:
-        elements = box.page.evaluate("document.querySelectorAll('script, img').length")
+        box.type("i have a cat")  # the model's scripts are loaded: from now on no element may appear
+        elements = box.page.evaluate("document.querySelectorAll('script, img, iframe, object').length")
         for text, kind, says in BAD:
             if kind == "message":
                 status = box.type(text, wait="message")
@@ -213,7 +214,7 @@ def test_bad_input_gets_a_message_or_a_translation_never_markup(chromium, site, 
         # the HTML was read as words and shown as text: nothing was injected, nothing ran
         assert "<script>window.tlpwned=1</script><img" in box.root.locator(".tl-tr-result").inner_text()
         assert box.page.evaluate("window.tlPwned") is None
-        assert box.page.evaluate("document.querySelectorAll('script, img').length") == elements
+        assert box.page.evaluate("document.querySelectorAll('script, img, iframe, object').length") == elements
         # the translator still works after all that
         assert box.type("the cat eats rice")["greedy_text"] == translation_details(model, data, "the cat eats rice")["greedy_text"]
         assert not box.console and not box.external, (box.console, box.external)
