@@ -103,6 +103,21 @@ async (pattern) => {
     if (!(img.naturalWidth > 0)) out.badImages.push((img.currentSrc || img.src).slice(0, 100));
   }
   out.widgets = document.querySelectorAll('.jupyter-widgets, .widget-area, script[type*="jupyter.widget"]').length;
+  // the article's prose (not code, outputs, math or controls): how much of it is Chinese
+  out.han = 0; out.latin = 0;
+  const article = document.querySelector('article') || document.querySelector('main');
+  if (article) {
+    const w = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+    while (w.nextNode()) {
+      const p = w.currentNode.parentElement;
+      if (!p || p.closest('pre, code, script, style, mjx-container, .highlight, .cell_output, .output, .math, ' +
+                          '.tl-explore, .tl-translator, .tl-bertviz, figure img, .headerlink')) continue;
+      const t = w.currentNode.textContent;
+      out.han += (t.match(/[\u3400-\u9fff]/g) || []).length;
+      out.latin += (t.match(/[A-Za-z]/g) || []).length;
+    }
+  }
+  out.lang = document.documentElement.lang;
   // what the reader sees in a frame (theme scripts may decorate the DOM, e.g. copy buttons on <pre>)
   const sig = f => f.textContent + [...f.querySelectorAll('img')].map(i => i.src).join('|');
   const settle = () => new Promise(r => setTimeout(r, 150));
@@ -339,3 +354,80 @@ def test_screenshots_of_every_page(http_report):
     shots = list(SHOTS.glob("*.png"))
     assert len(shots) == len(http_report)
     assert all(s.stat().st_size > 5000 for s in shots)
+
+
+# -- the two editions: English at the root, Chinese under zh/ (tools/i18n.py, make book) ----------------------
+
+# The share of Chinese in a Chinese page's prose: Han characters over Han characters plus Latin letters, in the
+# article's text outside code, outputs, math and controls. A fully translated chapter still names code, papers
+# and people in Latin letters (measured on this book: 0.35 to 0.7 by this count, where one Han character
+# carries about as much as a four-letter English word); an untranslated page is near 0.
+MIN_CHINESE_SHARE = 0.25
+
+
+def _editions():
+    names = set(pages())
+    zh = sorted(n for n in names if n.startswith("zh/"))
+    en = sorted(n for n in names if not n.startswith("zh/"))
+    return en, zh
+
+
+def test_every_english_page_has_its_chinese_page():
+    en, zh = _editions()
+    if not zh:
+        pytest.skip("site not built")
+    theme_pages = [n for n in en if "<body" in (HTML / n).read_text(encoding="utf-8")]
+    assert {f"zh/{n}" for n in theme_pages} <= set(zh)
+
+
+def test_every_page_links_to_the_same_page_in_the_other_edition():
+    """EN <-> 中文 at the top of every page (tools/sphinx_ext/templates/tl-language.html), both ways."""
+    en, zh = _editions()
+    if not zh:
+        pytest.skip("site not built")
+    bad = []
+    for name in en + zh:
+        path = HTML / name
+        text = path.read_text(encoding="utf-8")
+        if "<body" not in text or name.endswith(("search.html", "genindex.html")):
+            continue
+        m = re.search(r'<a class="btn btn-sm tl-language" href="([^"]+)" hreflang="([^"]+)"', text)
+        if not m:
+            bad.append(f"{name}: no language link")
+            continue
+        target = (path.parent / m.group(1)).resolve()
+        expected = (HTML / (name[3:] if name.startswith("zh/") else f"zh/{name}")).resolve()
+        if target != expected or not target.is_file():
+            bad.append(f"{name}: links to {m.group(1)}, expected {expected.relative_to(HTML.resolve())}")
+        if m.group(2) != ("en" if name.startswith("zh/") else "zh-CN"):
+            bad.append(f"{name}: hreflang {m.group(2)}")
+    assert not bad, bad
+
+
+def test_the_chinese_pages_are_chinese(http_report):
+    pages_zh = {p: r for p, r in http_report.items() if p.startswith("zh/") and r.get("lang") is not None}
+    if not pages_zh:
+        pytest.skip("no Chinese edition")
+    shares = {p: r["han"] / max(1, r["han"] + r["latin"]) for p, r in pages_zh.items() if r["han"] + r["latin"] > 200}
+    print("\nChinese share of the prose: " + ", ".join(f"{p[3:]} {v:.2f}" for p, v in sorted(shares.items())))
+    assert all(r["lang"] == "zh-CN" for r in pages_zh.values()), {p: r["lang"] for p, r in pages_zh.items()}
+    low = {p: round(v, 2) for p, v in shares.items() if v < MIN_CHINESE_SHARE}
+    assert not low, f"Chinese pages whose prose is mostly not Chinese (share < {MIN_CHINESE_SHARE}): {low}"
+    english = {p: r["han"] / max(1, r["han"] + r["latin"]) for p, r in http_report.items() if not p.startswith("zh/")}
+    assert max(english.values()) < MIN_CHINESE_SHARE  # and the English edition is not Chinese
+
+
+@pytest.mark.parametrize("edition, query", [("", "attention"), ("zh/", "注意力")])
+def test_search_finds_pages_within_its_own_edition(browser, site, edition, query):
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    try:
+        page.goto(f"{site}{edition}search.html?q={query}")
+        page.wait_for_function("document.querySelectorAll('#search-results li, ul.search li').length > 0",
+                               timeout=30000)
+        links = page.eval_on_selector_all("#search-results li a, ul.search li a", "as => as.map(a => a.href)")
+        assert links and all(("/zh/" in u) == bool(edition) for u in links), links[:10]
+        if edition:  # the theme speaks Chinese there
+            assert "搜索" in page.inner_text("body")
+    finally:
+        ctx.close()

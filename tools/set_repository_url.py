@@ -10,7 +10,8 @@ installs the package from there when ``transformer_lite`` is missing (as in Cola
 
     %pip install -q "transformer_lite[book] @ git+<repository.url>"
 
-After changing ``repository.url``, run this once and commit the notebooks it rewrote.
+After changing ``repository.url``, run this once and commit the notebooks it rewrote (it regenerates the
+Chinese notebooks, ``notebooks/zh/``, from them).
 ``tests/test_setup_cells.py`` fails until the cells match.
 """
 from __future__ import annotations
@@ -97,6 +98,10 @@ def main(argv=None) -> int:
         print(f"{path.name}: {verb} {url}")
     if not changed:
         print(f"every set-up cell installs from {url}")
+    if changed and not args.check and Path(args.root).resolve() == ROOT:
+        import i18n  # the Chinese notebooks are generated from the English ones: regenerate them too
+
+        print(f"regenerated {len(i18n.write_notebooks())} Chinese notebooks in notebooks/zh/")
     return 1 if (args.check and changed) else 0
 
 

@@ -84,16 +84,77 @@ def our_templates_first(app, config) -> None:
     ``logo.text`` the theme shows the image alone."""
     config.templates_path.insert(0, str(Path(__file__).parent / "templates"))
     config.html_theme_options.setdefault("logo", {}).setdefault("text", config.html_title)
+    # EN <-> 中文 before the theme's buttons, on every page of both editions (templates/tl-language.html)
+    config.html_theme_options.setdefault("article_header_end", ["tl-language.html", "article-header-buttons.html"])
+
+
+def translate_toctree_captions(app, doctree) -> None:
+    """The Chinese edition's sidebar headings. Sphinx's i18n transform runs before sphinx-external-toc adds
+    the toctrees, so their captions (from _toc.yml; the catalogs have them) are translated here."""
+    if not app.config.language or app.config.language.startswith("en") or not app.config.locale_dirs:
+        return
+    from sphinx import addnodes
+    from sphinx.locale import init as init_locale
+    from sphinx.util.i18n import docname_to_domain
+
+    toctrees = [n for n in doctree.findall(addnodes.toctree) if n.get("caption")]
+    if not toctrees:
+        return
+    domain = docname_to_domain(app.env.docname, app.config.gettext_compact)
+    dirs = [str(Path(app.srcdir) / d) for d in app.config.locale_dirs]
+    catalog, found = init_locale(dirs, app.config.language, domain, namespace=f"tl-toc-{app.env.docname}")
+    if found:
+        for node in toctrees:
+            node["caption"] = catalog.gettext(node["caption"])
 
 
 def add_static(app) -> None:
     app.config.html_static_path.append(str(Path(__file__).parent / "static"))
 
 
+def _translated_edition(app) -> bool:
+    return bool(app.config.language) and not app.config.language.startswith("en")
+
+
+def chinese_launch_links(app, pagename, templatename, context, doctree) -> None:
+    """In the Chinese edition, Colab and Binder open the Chinese notebook (notebooks/zh/, tools/i18n.py)."""
+    if not _translated_edition(app) or not pagename.startswith("notebooks/"):
+        return
+    english, chinese = f"{pagename}.ipynb", pagename.replace("notebooks/", "notebooks/zh/", 1) + ".ipynb"
+
+    def fix(node):
+        if isinstance(node, dict):
+            url = node.get("url")
+            if isinstance(url, str) and "_sources" not in url and english in url:
+                node["url"] = url.replace(english, chinese)
+            for value in node.values():
+                fix(value)
+        elif isinstance(node, list):
+            for value in node:
+                fix(value)
+
+    fix(context.get("header_buttons", []))
+
+
+def chinese_notebook_downloads(app, exception) -> None:
+    """In the Chinese edition, the page's ".ipynb" download is the Chinese notebook."""
+    if exception is not None or not _translated_edition(app) or app.builder.format != "html":
+        return
+    import shutil
+
+    target = Path(app.outdir) / "_sources" / "notebooks"
+    for nb in sorted((Path(app.srcdir) / "notebooks" / "zh").glob("*.ipynb")):
+        if (target / nb.name).exists():
+            shutil.copyfile(nb, target / nb.name)
+
+
 def setup(app):
     from myst_nb.sphinx_ import HideCodeCellNode
 
     app.connect("doctree-read", convert)
+    app.connect("doctree-read", translate_toctree_captions)
+    app.connect("html-page-context", chinese_launch_links, priority=900)  # after sphinx-book-theme's (501)
+    app.connect("build-finished", chinese_notebook_downloads)
     app.connect("config-inited", our_templates_first)
     app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_hidden_cell))

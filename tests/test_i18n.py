@@ -1,0 +1,111 @@
+"""The Chinese edition's sources: every English message translated, well formed, in the glossary's terms;
+the Chinese notebooks generated from them and up to date (tools/i18n.py).
+
+A change to an English paragraph makes its message missing from the catalog (or fuzzy after
+`python tools/i18n.py update`), and these tests fail, naming the page and the paragraph, until the
+Chinese is updated in the same commit. The built editions are tested in a browser by tests/test_site.py.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import polib
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import i18n  # noqa: E402
+
+GLOSSARY = ROOT / "book" / "glossary.md"
+
+
+@pytest.fixture(scope="module")
+def pot(tmp_path_factory):
+    return i18n.extract(tmp_path_factory.mktemp("gettext"))
+
+
+def test_every_english_message_has_a_chinese_translation(pot):
+    problems = i18n.check(pot)
+    assert not problems, f"{len(problems)} message(s) to translate or fix (python tools/i18n.py update, then " \
+                         f"edit locales/zh_CN/LC_MESSAGES/):\n" + "\n".join(problems[:40])
+
+
+def test_the_extraction_covers_every_page_of_the_book(pot):
+    from build_book import toc_entries
+
+    assert set(i18n.pages(pot)) >= set(toc_entries(ROOT / "_toc.yml"))
+
+
+def test_a_changed_or_untranslated_paragraph_is_reported_with_its_page(tmp_path):
+    pot_dir, cat_dir = tmp_path / "pot", tmp_path / "cat"
+    for d in (pot_dir / "notebooks", cat_dir / "notebooks"):
+        d.mkdir(parents=True)
+    pot = polib.POFile()
+    for msgid in ("A new paragraph about **attention**.", "Kept.", "Changed since.", "Never translated."):
+        pot.append(polib.POEntry(msgid=msgid))
+    pot.save(str(pot_dir / "notebooks" / "x.pot"))
+    po = polib.POFile()
+    po.append(polib.POEntry(msgid="Kept.", msgstr="保留。"))
+    po.append(polib.POEntry(msgid="Changed since.", msgstr="改了。", flags=["fuzzy"]))
+    po.append(polib.POEntry(msgid="Never translated.", msgstr=""))
+    po.save(str(cat_dir / "notebooks" / "x.po"))
+    problems = i18n.check(pot_dir, catalogs=cat_dir)
+    assert len(problems) == 3 and all(p.startswith("notebooks/x: ") for p in problems)
+    assert any("missing" in p and "A new paragraph" in p for p in problems)
+    assert any("fuzzy" in p and "Changed since" in p for p in problems)
+    assert any("untranslated" in p and "Never translated" in p for p in problems)
+
+
+@pytest.mark.parametrize("msgid, msgstr, problem", [
+    ("Call `f(x)` now, please.", "现在调用 `g(x)`。", "code spans"),
+    ("See [chapter 3](03_self_attention.ipynb) for more.", "见[第 3 章](03.ipynb)。", "link targets"),
+    ("The value $x_1$ is small here.", "这里的值 $x_2$ 很小。", "math"),
+    ("**Misconception.** The words of it.", "**常见误解。**后面没有空格。", "renders differently"),
+    ("Three English words here.", "Three English words here.", "no Chinese"),
+    ("Three English words here.", "", "untranslated"),
+])
+def test_a_malformed_translation_is_caught(msgid, msgstr, problem):
+    assert any(problem in p for p in i18n.message_problems(msgid, msgstr))
+
+
+def test_a_well_formed_translation_passes():
+    assert i18n.message_problems("**Misconception.** Call `f(x)` with $x$ ([ch. 3](03.ipynb)).",
+                                 "**常见误解。** 用 $x$ 调用 `f(x)`（[第 3 章](03.ipynb)）。") == []
+    assert i18n.message_problems("\n\\mathrm{out} = x\n", "\n\\mathrm{out} = x\n") == []  # a formula is its own
+
+
+def test_translate_markdown_keeps_every_block_in_place():
+    source = ("# A title\n\nA paragraph that\nruns over two lines.\n\n> **Misconception.** A quoted\n> claim.\n\n"
+              "- an item\n- another item\n\n| a | b |\n|---|---|\n| one | two |\n\n$$\n\\text{out} = 1\n$$\n"
+              "\n![a figure](../book/x.svg)")
+    t = {"A title": "标题", "A paragraph that runs over two lines.": "跨两行的段落。",
+         "**Misconception.** A quoted claim.": "**常见误解。** 一个引用的说法。", "an item": "一项",
+         "another item": "另一项", "a": "甲", "b": "乙", "one": "一", "two": "二",
+         "\n\\text{out} = 1\n": "\n\\text{输出} = 1\n", "![a figure](../book/x.svg)": "![一幅图](../book/x.svg)"}
+    text, missing = i18n.translate_markdown(source, t)
+    assert missing == []
+    assert text == ("# 标题\n\n跨两行的段落。\n\n> **常见误解。** 一个引用的说法。\n\n- 一项\n- 另一项\n\n| 甲 | 乙 |\n|---|---|\n"
+                    "| 一 | 二 |\n\n$$\n\\text{输出} = 1\n$$\n\n![一幅图](../../book/x.svg)")
+    assert i18n.translate_markdown("Not in the catalog.", {})[1] == ["Not in the catalog."]
+
+
+def test_the_chinese_notebooks_are_generated_and_up_to_date():
+    expected = i18n.chinese_notebooks()
+    on_disk = {p: p.read_text(encoding="utf-8") for p in sorted(i18n.ZH_NOTEBOOKS.glob("*.ipynb"))}
+    assert set(on_disk) == set(expected), "run `python tools/i18n.py notebooks`"
+    stale = [p.name for p in expected if on_disk[p] != expected[p]]
+    assert not stale, f"stale Chinese notebooks: {stale}; run `python tools/i18n.py notebooks` and commit them"
+
+
+def test_the_chinese_notebooks_run_the_same_code():
+    for zh in sorted(i18n.ZH_NOTEBOOKS.glob("*.ipynb")):
+        en = json.loads((ROOT / "notebooks" / zh.name).read_text(encoding="utf-8"))
+        cn = json.loads(zh.read_text(encoding="utf-8"))
+        assert [c["source"] for c in en["cells"] if c["cell_type"] == "code"] == \
+               [c["source"] for c in cn["cells"] if c["cell_type"] == "code"], zh.name
+        assert [c.get("metadata") for c in en["cells"]] == [c.get("metadata") for c in cn["cells"]], zh.name
+        prose = "".join("".join(c["source"]) for c in cn["cells"] if c["cell_type"] == "markdown")
+        assert len(re.findall(r"[\u3400-\u9fff]", prose)) > 1000, zh.name

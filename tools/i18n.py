@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""The Chinese edition's catalogs: the English book's messages, and their translations.
+
+    python tools/i18n.py extract   # the English book's messages -> _build/gettext/**/*.pot (about 10 s)
+    python tools/i18n.py update    # extract, then bring locales/zh_CN/LC_MESSAGES/**/*.po up to date (sphinx-intl):
+                                   # a changed paragraph turns fuzzy, a new one untranslated
+    python tools/i18n.py check     # extract, then list every message that is missing, untranslated, fuzzy
+                                   # or malformed (exit 1 if any)
+    python tools/i18n.py notebooks # write notebooks/zh/*.ipynb: the notebooks with their markdown in Chinese
+                                   # (code cells identical), for Jupyter and Colab
+
+Sphinx's gettext builder cuts every prose paragraph of the notebooks' markdown cells and of book/*.md
+into one message; code cells and outputs are not messages (they stay English in both editions).
+The notebooks are not executed for this. tests/test_i18n.py runs ``check``: a change to the English
+text must update the Chinese in the same commit.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LANGUAGE = "zh_CN"
+LOCALES = ROOT / "locales"
+CATALOGS = LOCALES / LANGUAGE / "LC_MESSAGES"
+POT = ROOT / "_build" / "gettext"
+# what the checks below compare between a message and its translation
+CODE = re.compile(r"``?[^`]+``?")
+MATH = re.compile(r"\$\$?[^$]+\$\$?")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+ROLE = re.compile(r"\{[a-z:]+\}`[^`]*`")
+TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+HAN = re.compile(r"[\u3400-\u9fff]")
+SEARCH_BAR_TEXT = "搜索本书……"  # Jupyter Book's "Search this book..." (a theme option, not a message)
+
+
+PATHS = ("bibtex_bibfiles", "html_extra_path", "html_favicon", "html_logo", "html_static_path")
+
+
+def sphinx_conf(dest: Path, **overrides) -> Path:
+    """Write the book's Sphinx configuration (Jupyter Book's, from _config.yml and _toc.yml) as dest/conf.py.
+
+    Its relative paths are made absolute (Sphinx reads them relative to the folder of conf.py);
+    ``overrides`` replace or add settings (``html_theme_options`` is merged).
+    """
+    from jupyter_book.config import get_final_config
+
+    config, _ = get_final_config(user_yaml=ROOT / "_config.yml", sourcedir=ROOT, cli_config={"latex_individualpages": False})
+    config["external_toc_path"] = str(ROOT / "_toc.yml")
+    for key in PATHS:
+        if isinstance(config.get(key), str):
+            config[key] = str(ROOT / config[key])
+        elif isinstance(config.get(key), list):
+            config[key] = [str(ROOT / v) for v in config[key]]
+    theme = dict(config.get("html_theme_options") or {}, **overrides.pop("html_theme_options", {}))
+    config.update(overrides, html_theme_options=theme)
+    dest.mkdir(parents=True, exist_ok=True)
+    lines = [f"{key} = {config[key]!r}" for key in sorted(config)]
+    (dest / "conf.py").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return dest
+
+
+def extract(out: Path = POT) -> Path:
+    """The English book's messages, one .pot per page, into ``out``."""
+    with tempfile.TemporaryDirectory(prefix="tl-i18n-") as tmp:
+        conf = sphinx_conf(Path(tmp) / "conf")
+        cmd = [str(Path(sys.executable).parent / "sphinx-build"), "-b", "gettext", "-q", "-c", str(conf),
+               "-D", "nb_execution_mode=off", "-D", "gettext_compact=0", "-D", "gettext_location=0",
+               "-D", "gettext_uuid=0", "-d", str(Path(tmp) / "doctrees"), str(ROOT), str(out)]
+        env = {"PYTHONPATH": str(ROOT / "tools" / "sphinx_ext")}
+        proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"sphinx-build -b gettext failed:\n{proc.stderr[-3000:]}")
+    return out
+
+
+def pages(pot_dir: Path = POT) -> dict[str, Path]:
+    """{page: .pot} for the extracted messages, e.g. "notebooks/05_add_norm_ffn" -> .../05_add_norm_ffn.pot."""
+    return {str(p.relative_to(pot_dir).with_suffix("")): p for p in sorted(pot_dir.rglob("*.pot"))}
+
+
+def is_display_math(msgid: str) -> bool:
+    """A $$...$$ block reaches the catalog as its LaTeX alone: starting with a newline, without the $$."""
+    return msgid.startswith("\n") and "$" not in msgid
+
+
+def rendered(text: str) -> dict:
+    """What markdown-it (MyST's parser) makes of a message: counts of bold, italic, code and links.
+    Chinese punctuation can keep a closing ** from closing (**事实。**后面): the counts must match the English."""
+    from markdown_it import MarkdownIt
+
+    counts: dict[str, int] = {}
+    for tok in MarkdownIt("commonmark").parseInline(text):
+        for child in tok.children or []:
+            if child.type in ("strong_open", "em_open", "code_inline", "link_open"):
+                counts[child.type] = counts.get(child.type, 0) + 1
+    return counts
+
+
+def _prose(text: str) -> str:
+    for rx in (CODE, MATH, ROLE, TAG):
+        text = rx.sub(" ", text)
+    return LINK.sub("]", text)
+
+
+def message_problems(msgid: str, msgstr: str, fuzzy: bool = False, english_ok: frozenset = frozenset()) -> list[str]:
+    """What is wrong with one translation (an empty list: nothing)."""
+    if not msgstr.strip():
+        return ["untranslated"]
+    out = ["fuzzy: the English changed since it was translated"] if fuzzy else []
+    for name, rx in (("code spans", CODE), ("math", MATH), ("link targets", LINK), ("roles", ROLE)):
+        a, b = sorted(rx.findall(msgid)), sorted(rx.findall(msgstr))
+        if a != b:
+            out.append(f"{name} differ from the English: {sorted(set(a) ^ set(b))}")
+    if is_display_math(msgid):
+        return out
+    if rendered(msgid) != rendered(msgstr):
+        out.append(f"renders differently (bold/italic/code/links): {rendered(msgid)} vs {rendered(msgstr)}")
+    words = re.findall(r"[A-Za-z]{2,}", _prose(msgid))
+    if len(words) >= 3 and not HAN.search(_prose(msgstr)) and msgid not in english_ok:
+        out.append("no Chinese in a prose message")
+    return out
+
+
+def check(pot_dir: Path = POT, english_ok: frozenset = frozenset(), catalogs: Path = CATALOGS) -> list[str]:
+    """Every message of every page translated, not fuzzy, well formed; each problem names page and paragraph."""
+    import polib
+
+    problems = []
+    for page, pot in pages(pot_dir).items():
+        po_path = catalogs / f"{page}.po"
+        if not po_path.exists():
+            problems.append(f"{page}: no catalog {po_path} (run `python tools/i18n.py update`)")
+            continue
+        po = {e.msgid: e for e in polib.pofile(str(po_path)) if not e.obsolete}
+        for entry in polib.pofile(str(pot)):
+            e = po.get(entry.msgid)
+            found = ["missing: a new or changed English paragraph"] if e is None else \
+                message_problems(e.msgid, e.msgstr, "fuzzy" in e.flags, english_ok)
+            problems += [f"{page}: {p}: {entry.msgid[:100]!r}" for p in found]
+    return problems
+
+
+def translated(msgid: str, page: str = "book/intro") -> str:
+    """The Chinese of one English message of ``page`` (e.g. the book's title), from its catalog."""
+    import polib
+
+    for e in polib.pofile(str(CATALOGS / f"{page}.po")):
+        if e.msgid == msgid and e.msgstr and "fuzzy" not in e.flags:
+            return e.msgstr
+    raise KeyError(f"{page}: no translation of {msgid!r}")
+
+
+def build_edition(out: Path, doctrees: Path, cache: Path, env: dict, strict: bool = True) -> subprocess.CompletedProcess:
+    """Build the Chinese edition into ``out`` with Sphinx: the English book's sources and configuration, the
+    catalogs' translations, and the notebooks' outputs from the English build's execution cache (``cache``,
+    mode "cache": nothing runs again unless a notebook is missing from it)."""
+    import yaml
+
+    title = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["title"]
+    with tempfile.TemporaryDirectory(prefix="tl-zh-") as tmp:
+        conf = sphinx_conf(Path(tmp), language=LANGUAGE, locale_dirs=[str(LOCALES)], gettext_compact=False,
+                           html_title=translated(title), nb_execution_mode="cache",
+                           nb_execution_cache_path=str(cache),
+                           html_theme_options={"search_bar_text": SEARCH_BAR_TEXT})
+        cmd = [str(Path(sys.executable).parent / "sphinx-build"), "-b", "html", "-n", "--keep-going", "-c", str(conf),
+               "-d", str(doctrees), str(ROOT), str(out)] + (["-W"] if strict else [])
+        env = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tools" / "sphinx_ext"),
+                                                                  env.get("PYTHONPATH", "")])))
+        return subprocess.run(cmd, cwd=ROOT, env=env, text=True, capture_output=True)
+
+
+# -- terminology: the glossary's Chinese terms, wherever the English term appears ---------------------------
+
+GLOSSARY = ROOT / "book" / "glossary.md"
+TERMINOLOGY = LOCALES / LANGUAGE / "terminology.yml"
+
+
+def glossary_terms() -> list[tuple[str, list[str], list[str]]]:
+    """The glossary's table as ``(term, English forms, Chinese forms)``: "causal mask (look-ahead mask)" gives
+    both English names; "因果掩码（前瞻掩码）" both Chinese ones."""
+    terms = []
+    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\| \*\*(.+?)\*\* \| (.+?) \|", line)
+        if m:
+            en, zh = m.groups()
+            ens = [re.sub(r"\s*\(.*?\)", "", en).strip()] + [x.strip() for x in re.findall(r"\((.*?)\)", en)]
+            zhs = [re.sub(r"（.*?）|\(.*?\)", "", zh).strip()] + [x.strip() for x in re.findall(r"（(.*?)）", zh)]
+            terms.append((en, [e for e in ens if e], [z for z in zhs if z]))
+    return terms
+
+
+def terminology_problems(catalogs: Path = CATALOGS, rules: Path = TERMINOLOGY) -> list[str]:
+    """Every message whose English uses a glossary term and whose Chinese has none of that term's Chinese forms.
+
+    ``rules`` (YAML) lists, per term, the other forms that count (``aliases``: e.g. 注意力 inside 自注意力) and
+    the messages excused, each with its reason (``exceptions``: page, the start of the English, term)."""
+    import polib
+    import yaml
+
+    config = yaml.safe_load(rules.read_text(encoding="utf-8")) if rules.exists() else {}
+    aliases = config.get("aliases") or {}
+    excused = {(x["page"], x["term"], x["english"]) for x in config.get("exceptions") or []}
+    terms = glossary_terms()
+    known = {t for t, _, _ in terms}
+    problems = [f"{rules.name}: {t!r} is not a glossary term" for t in aliases if t not in known]
+    for po_path in sorted(catalogs.rglob("*.po")):
+        page = str(po_path.relative_to(catalogs).with_suffix(""))
+        if page == "book/glossary":  # the glossary itself names every term in both languages
+            continue
+        for e in polib.pofile(str(po_path)):
+            if e.obsolete or not e.msgstr:
+                continue
+            if is_display_math(e.msgid):  # a formula is its own translation
+                continue
+            english = re.sub(r"`[^`]*`|\$[^$]*\$|\]\([^)]*\)|\{[a-z:]+\}`[^`]*`", " ", e.msgid)
+            for term, ens, zhs in terms:
+                found = [m.group(0) for x in ens
+                         for m in re.finditer(r"(?<![\w-])" + re.escape(x) + r"(?:s|es)?(?![\w-])", english, re.I)]
+                if not found:
+                    continue
+                if any(z in e.msgstr for z in zhs + list(aliases.get(term) or [])):
+                    continue
+                if all(f in e.msgstr for f in found):  # kept verbatim: a title, a name, a label the code prints
+                    continue
+                if any((page, term) == (p, t) and e.msgid.startswith(x) for p, t, x in excused):
+                    continue
+                problems.append(f"{page}: {term!r} should be {' / '.join(zhs)}: {e.msgid[:80]!r} -> {e.msgstr[:60]!r}")
+    return problems
+
+
+# -- the Chinese notebooks (notebooks/zh/): the English notebooks with their markdown translated ------------
+
+ZH_NOTEBOOKS = ROOT / "notebooks" / "zh"
+
+
+def _markdown_parser():
+    """MyST's own markdown-it parser with the book's extensions: the same blocks Sphinx made messages of."""
+    import yaml
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    extensions = set(config["parse"]["myst_enable_extensions"])
+    return create_md_parser(MdParserConfig(enable_extensions=extensions), RendererHTML)
+
+
+def translate_markdown(source: str, translations: dict, md=None) -> tuple[str, list[str]]:
+    """``source`` (one markdown cell) with every paragraph, heading, table cell and formula replaced by its
+    translation; returns ``(text, untranslated)``. A paragraph's message is its lines joined by spaces
+    (Sphinx's rule), so a translated paragraph becomes one line, after the first line's prefix ("> ", "- ")."""
+    md = md or _markdown_parser()
+    lines = source.split("\n")
+    replace_lines, in_line, missing = [], {}, []
+    for tok in md.parse(source):
+        if tok.type == "inline" and tok.content.strip() and tok.map:
+            msgid = tok.content.replace("\n", " ")
+            if msgid not in translations:
+                missing.append(msgid)
+                continue
+            start, end = tok.map
+            first = tok.content.split("\n")[0]
+            if end - start == 1 or "\n" not in tok.content:
+                in_line.setdefault(start, []).append((first, translations[msgid]))
+            else:
+                at = lines[start].find(first)
+                replace_lines.append((start, end, [lines[start][:at] + translations[msgid]]))
+        elif tok.type in ("math_block", "amsmath") and tok.map:
+            key = next((k for k in ("\n" + tok.content, tok.content, "\n" + tok.content.strip("\n") + "\n")
+                        if k in translations), None)
+            if key is None:
+                missing.append(tok.content)
+            elif translations[key] != key:
+                start, end = tok.map
+                replace_lines.append((start + 1, end - 1, translations[key].strip("\n").split("\n")))
+    for n, pieces in in_line.items():  # several cells of one table row: left to right
+        line, cursor, out = lines[n], 0, ""
+        for old, new in pieces:
+            at = line.find(old, cursor)
+            if at < 0:
+                missing.append(old)
+                continue
+            out += line[cursor:at] + new
+            cursor = at + len(old)
+        lines[n] = out + line[cursor:]
+    for start, end, new in sorted(replace_lines, reverse=True):
+        lines[start:end] = new
+    text = "\n".join(lines).replace("](../", "](../../")  # notebooks/zh/ is one folder deeper
+    return text, missing
+
+
+def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
+    """The Chinese version of one English notebook: markdown translated from its catalog, code cells identical."""
+    import json
+
+    import polib
+
+    page = str(path.relative_to(ROOT).with_suffix(""))
+    catalog = {e.msgid: e.msgstr for e in polib.pofile(str(CATALOGS / f"{page}.po"))
+               if not e.obsolete and e.msgstr and "fuzzy" not in e.flags}
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    md, missing = md or _markdown_parser(), []
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            text, miss = translate_markdown("".join(cell["source"]), catalog, md)
+            missing += miss
+            parts = text.split("\n")
+            cell["source"] = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    nb.setdefault("metadata", {})["language_info"] = dict(nb["metadata"].get("language_info", {}), name="python")
+    nb["metadata"]["tl_edition"] = {"language": "zh_CN", "source": path.name,
+                                    "note": "generated by tools/i18n.py notebooks from the English notebook and "
+                                            f"locales/{LANGUAGE}; do not edit"}
+    return nb, missing
+
+
+def chinese_notebooks() -> dict[Path, str]:
+    """{notebooks/zh/NAME.ipynb: its text} for every English notebook; raises if a paragraph has no translation."""
+    import json
+
+    md, out, missing = _markdown_parser(), {}, []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb, miss = chinese_notebook(path, md)
+        missing += [f"{path.name}: {m[:90]!r}" for m in miss]
+        out[ZH_NOTEBOOKS / path.name] = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    if missing:
+        raise ValueError(f"{len(missing)} paragraph(s) without a translation:\n" + "\n".join(missing[:20]))
+    return out
+
+
+def write_notebooks() -> list[Path]:
+    ZH_NOTEBOOKS.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path, text in chinese_notebooks().items():
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    for stale in set(ZH_NOTEBOOKS.glob("*.ipynb")) - set(written):
+        stale.unlink()
+    return written
+
+
+def update(pot_dir: Path = POT) -> None:
+    """sphinx-intl update: new messages appear untranslated, changed ones fuzzy, vanished ones obsolete."""
+    subprocess.run([str(Path(sys.executable).parent / "sphinx-intl"), "update", "-p", str(pot_dir), "-l", LANGUAGE,
+                    "-d", str(LOCALES), "-w", "0"], check=True, cwd=ROOT)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("command", choices=["extract", "update", "check", "notebooks"])
+    args = ap.parse_args(argv)
+    if args.command == "notebooks":
+        print(f"wrote {len(write_notebooks())} notebooks into {ZH_NOTEBOOKS.relative_to(ROOT)}/")
+        return 0
+    pot = extract()
+    if args.command == "update":
+        update(pot)
+    if args.command == "check":
+        problems = check(pot)
+        for p in problems:
+            print(p)
+        print(f"{len(problems)} problem(s) in {len(pages(pot))} pages")
+        return 1 if problems else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
