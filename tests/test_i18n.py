@@ -77,6 +77,28 @@ def test_a_well_formed_translation_passes():
     assert i18n.message_problems("\n\\mathrm{out} = x\n", "\n\\mathrm{out} = x\n") == []  # a formula is its own
 
 
+def test_the_glossarys_chinese_terms_are_used_wherever_the_english_ones_are():
+    problems = i18n.terminology_problems()
+    assert not problems, f"{len(problems)} message(s) not in the glossary's terms (fix the Chinese, or list an " \
+                         f"alias or an exception with its reason in {i18n.TERMINOLOGY.relative_to(ROOT)}):\n" + \
+                         "\n".join(problems[:30])
+
+
+def test_a_message_without_the_glossarys_term_is_caught(tmp_path):
+    cat = tmp_path / "cat" / "notebooks"
+    cat.mkdir(parents=True)
+    po = polib.POFile()
+    po.append(polib.POEntry(msgid="Beam search keeps the best hypotheses.", msgstr="柱搜索保留最好的假设。"))
+    po.append(polib.POEntry(msgid="Beam search, once more.", msgstr="束搜索，再一次。"))
+    po.append(polib.POEntry(msgid="The paper \"Layer Normalization\" (2016).", msgstr="论文“Layer Normalization”（2016）。"))
+    po.save(str(cat / "x.po"))
+    rules = tmp_path / "rules.yml"
+    rules.write_text("aliases: {}\nexceptions: []\n", encoding="utf-8")
+    problems = i18n.terminology_problems(tmp_path / "cat", rules)
+    assert len(problems) == 1 and "'beam search' should be 束搜索" in problems[0] and "柱搜索" in problems[0]
+    assert "beam search" in {t for t, _, _ in i18n.glossary_terms()}
+
+
 def test_translate_markdown_keeps_every_block_in_place():
     source = ("# A title\n\nA paragraph that\nruns over two lines.\n\n> **Misconception.** A quoted\n> claim.\n\n"
               "- an item\n- another item\n\n| a | b |\n|---|---|\n| one | two |\n\n$$\n\\text{out} = 1\n$$\n"

@@ -359,10 +359,12 @@ def test_screenshots_of_every_page(http_report):
 # -- the two editions: English at the root, Chinese under zh/ (tools/i18n.py, make book) ----------------------
 
 # The share of Chinese in a Chinese page's prose: Han characters over Han characters plus Latin letters, in the
-# article's text outside code, outputs, math and controls. A fully translated chapter still names code, papers
-# and people in Latin letters (measured on this book: 0.35 to 0.7 by this count, where one Han character
-# carries about as much as a four-letter English word); an untranslated page is near 0.
-MIN_CHINESE_SHARE = 0.25
+# article's text outside code, outputs, math and controls. A translated chapter still names code, papers and
+# people in Latin letters: measured on this book's Chinese pages, 0.62 (the glossary, whose English column stays)
+# to 0.90; an English page measures 0.00 to 0.02. Half is far below every translated page and far above an
+# untranslated one. The bibliography (English titles and names) and the search page (no prose) are not counted.
+MIN_CHINESE_SHARE = 0.5
+NO_PROSE = ("zh/book/references.html", "zh/search.html", "zh/genindex.html")
 
 
 def _editions():
@@ -408,7 +410,7 @@ def test_the_chinese_pages_are_chinese(http_report):
     pages_zh = {p: r for p, r in http_report.items() if p.startswith("zh/") and r.get("lang") is not None}
     if not pages_zh:
         pytest.skip("no Chinese edition")
-    shares = {p: r["han"] / max(1, r["han"] + r["latin"]) for p, r in pages_zh.items() if r["han"] + r["latin"] > 200}
+    shares = {p: r["han"] / max(1, r["han"] + r["latin"]) for p, r in pages_zh.items() if p not in NO_PROSE}
     print("\nChinese share of the prose: " + ", ".join(f"{p[3:]} {v:.2f}" for p, v in sorted(shares.items())))
     assert all(r["lang"] == "zh-CN" for r in pages_zh.values()), {p: r["lang"] for p, r in pages_zh.items()}
     low = {p: round(v, 2) for p, v in shares.items() if v < MIN_CHINESE_SHARE}
