@@ -333,7 +333,7 @@ def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
 
 
 def chinese_notebooks() -> dict[Path, str]:
-    """{notebooks/zh/NAME.ipynb: its text} for every English notebook; raises if a paragraph has no translation."""
+    """{path of a Chinese notebook: its text} for every English notebook; raises if a paragraph has no translation."""
     import json
 
     md, out, missing = _markdown_parser(), {}, []
