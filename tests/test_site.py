@@ -433,3 +433,21 @@ def test_search_finds_pages_within_its_own_edition(browser, site, edition, query
             assert "搜索" in page.inner_text("body")
     finally:
         ctx.close()
+
+
+def test_the_chinese_edition_opens_the_chinese_notebooks():
+    """Colab and Binder, and the page's .ipynb download, give the Chinese notebook (notebooks/zh/) in the Chinese
+    edition and the English one in the English edition."""
+    en, zh = _editions()
+    if not zh:
+        pytest.skip("site not built")
+    chapters = [n for n in zh if n.startswith("zh/notebooks/")]
+    assert chapters
+    for name in chapters:
+        stem = Path(name).stem
+        text = (HTML / name).read_text(encoding="utf-8")
+        assert f"/blob/main/notebooks/zh/{stem}.ipynb" in text, f"{name}: Colab does not open the Chinese notebook"
+        english = (HTML / name[3:]).read_text(encoding="utf-8")
+        assert f"/notebooks/{stem}.ipynb" in english and f"/notebooks/zh/{stem}.ipynb" not in english
+        download = HTML / "zh" / "_sources" / "notebooks" / f"{stem}.ipynb"
+        assert download.read_bytes() == (ROOT / "notebooks" / "zh" / f"{stem}.ipynb").read_bytes(), name
