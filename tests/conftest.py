@@ -1,3 +1,10 @@
+import functools
+import http.server
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -6,3 +13,50 @@ import torch
 def _seed():
     torch.manual_seed(0)
     yield
+
+
+# -- the built site and one Chromium, shared by tests/test_site.py and tests/test_translator_web.py ----------
+# (here, not in a test module: Playwright's sync API allows one instance per process, and a fixture imported
+# into a second module would be a second session fixture)
+
+@pytest.fixture(scope="session")
+def built() -> Path:
+    from test_site import HTML, ROOT
+
+    if not (HTML / "index.html").exists():
+        subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py")], cwd=ROOT, check=True)
+    return HTML
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def site(built):
+    """The site served on 127.0.0.1, on a free port: its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(built))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from test_site import ARGS, AXE, CHROMIUM, _need
+
+    _need(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need(False, "playwright is not installed")
+    _need(AXE.exists(), f"axe-core not found at {AXE}: run `npm ci`")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+

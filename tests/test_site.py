@@ -11,14 +11,9 @@ except under CI=true, where that is a failure.
 """
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import re
 import shutil
-import subprocess
-import sys
-import threading
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -52,29 +47,6 @@ def _need(condition: bool, why: str):
         if IN_CI:
             pytest.fail(f"{why} (CI=true: the browser tests must run)")
         pytest.skip(why)
-
-
-@pytest.fixture(scope="session")
-def built() -> Path:
-    if not (HTML / "index.html").exists():
-        subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py")], cwd=ROOT, check=True)
-    return HTML
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="session")
-def site(built):
-    """The site served on 127.0.0.1, on a free port: its base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(built))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
 
 
 def pages() -> list[str]:
@@ -181,20 +153,6 @@ async ([tags, preload]) => {
                                  nodes: v.nodes.map(n => n.target.join(' '))}));
 }
 """
-
-
-@pytest.fixture(scope="session")
-def browser():
-    _need(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM}")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _need(False, "playwright is not installed")
-    _need(AXE.exists(), f"axe-core not found at {AXE}: run `npm ci`")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 _REPORTS: dict[str, dict] = {}

@@ -16,7 +16,7 @@ import statistics
 
 import pytest
 
-from test_site import ARGS, AXE, AXE_TAGS, CHROMIUM, HTML, _need, built, site  # noqa: F401 (fixtures)
+from test_site import AXE, AXE_TAGS, HTML, _need  # the fixtures browser, built and site are in conftest.py
 from transformer_lite.book.pretrained import tiny_translator
 from transformer_lite.book.translate import translation_details
 
@@ -36,19 +36,6 @@ OUT_OF_GRAMMAR = ["cat", "i have", "she has six cats", "i learned chinese", "the
 def shipped():
     model, data, _ = tiny_translator()
     return model, data
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    _need(CHROMIUM and __import__("pathlib").Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM}")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _need(False, "playwright is not installed")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 class Box:
@@ -126,10 +113,10 @@ def _sentences(data):
 
 
 @pytest.mark.parametrize("scheme", ["http", "file"])
-def test_the_page_translates_exactly_as_python(chromium, request, shipped, scheme):
+def test_the_page_translates_exactly_as_python(browser, request, shipped, scheme):
     model, data = shipped
     base = request.getfixturevalue("site") if scheme == "http" else request.getfixturevalue("built").resolve().as_uri() + "/"
-    box = Box(chromium, base, CAPSTONE, colour="light" if scheme == "http" else "dark")
+    box = Box(browser, base, CAPSTONE, colour="light" if scheme == "http" else "dark")
     try:
         assert not [u for u in box.requests if "/translator/" in u], "the model must not load with the page"
         first = box.type(data.test_pairs[0][0], beam=4)
@@ -162,10 +149,10 @@ def test_the_page_translates_exactly_as_python(chromium, request, shipped, schem
         box.close()
 
 
-def test_budgets_first_load_and_model_files(chromium, site):
+def test_budgets_first_load_and_model_files(browser, site):
     """The page's first load, and what loads on first use, in bytes (1 MB = 10^6 bytes)."""
     lazy = sum(f.stat().st_size for f in ASSETS.iterdir()) + (HTML / "_static" / "tl" / "tl-translator.js").stat().st_size
-    box = Box(chromium, site, CAPSTONE)
+    box = Box(browser, site, CAPSTONE)
     try:
         box.page.wait_for_load_state("networkidle")
         loaded = {u: r.body() for u, r in list(box.bodies.items())}
@@ -193,9 +180,9 @@ BAD = [
 ]
 
 
-def test_bad_input_gets_a_message_or_a_translation_never_markup(chromium, site, shipped):
+def test_bad_input_gets_a_message_or_a_translation_never_markup(browser, site, shipped):
     model, data = shipped
-    box = Box(chromium, site, CAPSTONE)
+    box = Box(browser, site, CAPSTONE)
     try:
         box.type("i have a cat")  # the model's scripts are loaded: from now on no element may appear
         elements = box.page.evaluate("document.querySelectorAll('script, img, iframe, object').length")
@@ -223,9 +210,9 @@ def test_bad_input_gets_a_message_or_a_translation_never_markup(chromium, site, 
 
 
 @pytest.mark.parametrize("colour", ["light", "dark"])
-def test_the_box_with_a_translation_is_accessible(chromium, site, colour):
+def test_the_box_with_a_translation_is_accessible(browser, site, colour):
     _need(AXE.exists(), f"axe-core not found at {AXE}: run `npm ci`")
-    box = Box(chromium, site, CAPSTONE, colour=colour)
+    box = Box(browser, site, CAPSTONE, colour=colour)
     try:
         box.type("she has six cats ?", beam=4)
         box.page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
@@ -238,9 +225,9 @@ def test_the_box_with_a_translation_is_accessible(chromium, site, colour):
         box.close()
 
 
-def test_chapter_12s_box_translates_too(chromium, site, shipped):
+def test_chapter_12s_box_translates_too(browser, site, shipped):
     model, data = shipped
-    box = Box(chromium, site, INFERENCE)
+    box = Box(browser, site, INFERENCE)
     try:
         for text in ("cat", "i have"):
             assert_same(box.type(text, beam=3), translation_details(model, data, text, beam_size=3))
