@@ -18,7 +18,7 @@ import pytest
 
 from test_site import AXE, AXE_TAGS, HTML, _need  # the fixtures browser, built and site are in conftest.py
 from transformer_lite.book.pretrained import tiny_translator
-from transformer_lite.book.translate import translation_details
+from transformer_lite.book.translate import DOWNLOAD_MB, translation_details
 
 pytestmark = pytest.mark.browser
 
@@ -165,6 +165,9 @@ def test_budgets_first_load_and_model_files(browser, site):
               + ", ".join(f"{f.name} {f.stat().st_size / MB:.2f} MB" for f in sorted(ASSETS.iterdir())))
         assert wire <= 2 * MB, f"the page's first load is {wire / MB:.2f} MB compressed (budget 2 MB)"
         assert lazy <= 15 * MB, f"the model files add {lazy / MB:.2f} MB (budget 15 MB)"
+        # the size the box tells the reader before it loads is the size it loads
+        assert round(lazy / MB) == DOWNLOAD_MB, f"the box says about {DOWNLOAD_MB} MB, the files are {lazy / MB:.2f} MB"
+        assert f"about {DOWNLOAD_MB} MB" in box.root.locator(".tl-tr-status").inner_text()
     finally:
         box.close()
 

@@ -108,7 +108,7 @@ def _prose(text: str) -> str:
     return LINK.sub("]", text)
 
 
-def message_problems(msgid: str, msgstr: str, fuzzy: bool = False, english_ok: frozenset = frozenset()) -> list[str]:
+def message_problems(msgid: str, msgstr: str, fuzzy: bool = False, may_stay_english: bool = False) -> list[str]:
     """What is wrong with one translation (an empty list: nothing)."""
     if not msgstr.strip():
         return ["untranslated"]
@@ -122,24 +122,21 @@ def message_problems(msgid: str, msgstr: str, fuzzy: bool = False, english_ok: f
     if rendered(msgid) != rendered(msgstr):
         out.append(f"renders differently (bold/italic/code/links): {rendered(msgid)} vs {rendered(msgstr)}")
     words = re.findall(r"[A-Za-z]{2,}", _prose(msgid))
-    if len(words) >= 3 and not HAN.search(_prose(msgstr)) and msgid not in english_ok:
+    if len(words) >= 3 and not HAN.search(_prose(msgstr)) and not may_stay_english:
         out.append("no Chinese in a prose message")
     return out
 
 
-class _EnglishColumn(frozenset):
+SHAPE_LETTERS = {"model width, d_model", "number of attention heads", "width of one head, D / H"}
+
+
+def kept_in_english(page: str, msgid: str) -> bool:
     """The glossary's English column: a term's English name (a whole bold cell, or a cell of the table of shape
     letters) is kept in English in the Chinese edition too, next to the Chinese column. Nothing else is."""
-
-    def __contains__(self, msgid) -> bool:
-        return bool(re.fullmatch(r"\*\*[^*]+\*\*", msgid)) or msgid in SHAPE_LETTERS
+    return page == "book/glossary" and (bool(re.fullmatch(r"\*\*[^*]+\*\*", msgid)) or msgid in SHAPE_LETTERS)
 
 
-SHAPE_LETTERS = {"model width, d_model", "number of attention heads", "width of one head, D / H"}
-KEPT_IN_ENGLISH = _EnglishColumn()
-
-
-def check(pot_dir: Path = POT, english_ok: frozenset = frozenset(), catalogs: Path = CATALOGS) -> list[str]:
+def check(pot_dir: Path = POT, catalogs: Path = CATALOGS) -> list[str]:
     """Every message of every page translated, not fuzzy, well formed; each problem names page and paragraph."""
     import polib
 
@@ -152,9 +149,8 @@ def check(pot_dir: Path = POT, english_ok: frozenset = frozenset(), catalogs: Pa
         po = {e.msgid: e for e in polib.pofile(str(po_path)) if not e.obsolete}
         for entry in polib.pofile(str(pot)):
             e = po.get(entry.msgid)
-            kept = KEPT_IN_ENGLISH if page == "book/glossary" else english_ok
             found = ["missing: a new or changed English paragraph"] if e is None else \
-                message_problems(e.msgid, e.msgstr, "fuzzy" in e.flags, kept)
+                message_problems(e.msgid, e.msgstr, "fuzzy" in e.flags, kept_in_english(page, e.msgid))
             problems += [f"{page}: {p}: {entry.msgid[:100]!r}" for p in found]
     return problems
 

@@ -19,7 +19,7 @@
 
   var root = document.documentElement.dataset.content_root || "";
   var loading = null;      // the promise of {M, ort, enc, dec}
-  var queue = Promise.resolve();  // ONNX Runtime runs one session call at a time
+  var queue = Promise.resolve();  // see enqueue
   var firstUse = null;
 
   function loadScript(src) {
@@ -96,7 +96,7 @@
     return out;
   }
 
-  function repeatRows(data, rows, times) {  // (1, ...) float32 -> (times, ...)
+  function repeatRows(data, times) {  // (1, ...) float32 -> (times, ...)
     var out = new Float32Array(data.length * times);
     for (var k = 0; k < times; k++) out.set(data, k * data.length);
     return out;
@@ -110,7 +110,7 @@
 
   async function decode(R, memory, ids, ys) {  // ys: K rows of equal length -> {logits (K,T,V), cross (K,L,H,T,S)}
     var K = ys.length, S = ids.length, D = memory.dims[2];
-    var mem = K === 1 ? memory : new R.ort.Tensor("float32", repeatRows(memory.data, 1, K), [K, S, D]);
+    var mem = K === 1 ? memory : new R.ort.Tensor("float32", repeatRows(memory.data, K), [K, S, D]);
     var src = new R.ort.Tensor("int64", ids64(ys.map(function () { return ids; })), [K, S]);
     var y = new R.ort.Tensor("int64", ids64(ys), [K, ys[0].length]);
     return R.dec.run({memory: mem, src: src, ys: y});
@@ -290,21 +290,24 @@
     out.appendChild(steps);
   }
 
+  function enqueue(work) {  // ONNX Runtime runs one session call at a time: translations wait their turn
+    var job = queue.then(work);
+    queue = job.catch(function () {});
+    return job;
+  }
+
   function setStatus(box, text) { box.q(".tl-tr-status").textContent = text; }
 
   function translate(box) {
     var text = box.q(".tl-tr-input").value, K = +box.q(".tl-tr-beam").value;
     var seq = ++box.seq;
     if (firstUse === null) firstUse = performance.now();
-    if (!box.R) setStatus(box, "Loading the model into your browser (about 6 MB, once)\u2026");
+    if (!box.R) setStatus(box, "Loading the model into your browser (about " + box.settings.download_mb + " MB, once)\u2026");
     return load(box.settings.assets).then(function (R) {
       box.R = R;
-      var job = queue.then(function () {
-        if (seq !== box.seq) return null;  // the reader typed on: skip stale work
-        return details(R, text, K);
+      return enqueue(function () {
+        return seq === box.seq ? details(R, text, K) : null;  // the reader typed on: skip stale work
       });
-      queue = job.catch(function () {});
-      return job;
     }).then(function (r) {
       if (r === null || seq !== box.seq) return;
       render(box, r);
@@ -352,7 +355,10 @@
   window.tlTranslator = {
     boxes: function () { return Array.from(document.querySelectorAll(".tl-translator")).map(function (e) { return e.tlBox; }); },
     // for the tests and the curious: the same computation the box shows, without the page
-    details: function (text, K) { return load(JSON.parse(document.querySelector("script.tl-tr-settings").textContent).assets).then(function (R) { var job = queue.then(function () { return details(R, text, K); }); queue = job.catch(function () {}); return job; }); }
+    details: function (text, K) {
+      var settings = JSON.parse(document.querySelector("script.tl-tr-settings").textContent);
+      return load(settings.assets).then(function (R) { return enqueue(function () { return details(R, text, K); }); });
+    }
   };
   function init() { document.querySelectorAll(".tl-translator").forEach(setup); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();

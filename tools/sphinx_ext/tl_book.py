@@ -88,10 +88,14 @@ def our_templates_first(app, config) -> None:
     config.html_theme_options.setdefault("article_header_end", ["tl-language.html", "article-header-buttons.html"])
 
 
+def _translated_edition(app) -> bool:
+    return bool(app.config.language) and not app.config.language.startswith("en")
+
+
 def translate_toctree_captions(app, doctree) -> None:
     """The Chinese edition's sidebar headings. Sphinx's i18n transform runs before sphinx-external-toc adds
     the toctrees, so their captions (from _toc.yml; the catalogs have them) are translated here."""
-    if not app.config.language or app.config.language.startswith("en") or not app.config.locale_dirs:
+    if not _translated_edition(app) or not app.config.locale_dirs:
         return
     from sphinx import addnodes
     from sphinx.locale import init as init_locale
@@ -110,10 +114,6 @@ def translate_toctree_captions(app, doctree) -> None:
 
 def add_static(app) -> None:
     app.config.html_static_path.append(str(Path(__file__).parent / "static"))
-
-
-def _translated_edition(app) -> bool:
-    return bool(app.config.language) and not app.config.language.startswith("en")
 
 
 def chinese_launch_links(app, pagename, templatename, context, doctree) -> None:

@@ -29,11 +29,13 @@ import torch
 
 from ..data import BOS, EOS, UNK, Vocab
 from ..decoding import beam_search, greedy_decode
+from .interactive import _check_examples, static_mode
 
 MAX_NEW_TOKENS = 20  # tokens generated after <bos>, <eos> included (the capstone's setting)
 LENGTH_PENALTY = 0.6  # GNMT alpha, as in the paper's beam search
 TOP_K = 5  # next-token candidates shown per decoding step
 MAX_BEAM = 8  # the beam-size control goes from 1 (greedy) to this
+DOWNLOAD_MB = 6  # what the page loads on first use, in MB (tests/test_translator_web.py measures the files)
 SPLIT_BEFORE = "?"  # characters that become words of their own ("where ?" is how the grammar writes it)
 
 __all__ = ["read_english", "translation_details", "translator_box", "translator_box_html", "reading_rules",
@@ -101,10 +103,15 @@ def translation_details(model, data, text: str, beam_size: int = 4, top_k: int =
     b = beam_search(model, src, beam_size, MAX_NEW_TOKENS, BOS, EOS, length_penalty=LENGTH_PENALTY)[0].tolist()
     greedy, beam = _until_eos(g[1:]), _until_eos(b[1:])
     ys_in = torch.tensor([[BOS] + greedy[:-1]])  # teacher-forced: row t predicts greedy[t]
-    with torch.no_grad():
-        model.eval()
-        probs = torch.softmax(model(src, ys_in)[0].float(), dim=-1)  # (T, V)
-        cross = torch.stack([c[0] for c in model.attention_maps(src, ys_in).cross])  # (L, H, T, S)
+    was_training = model.training
+    model.eval()
+    try:  # one pass gives the logits and every layer's cross-attention
+        with torch.no_grad():
+            logits, _, cross = model.decode(ys_in, model.encode(src), src=src, return_attention=True)
+    finally:
+        model.train(was_training)
+    probs = torch.softmax(logits[0].float(), dim=-1)  # (T, V)
+    cross = torch.stack([c[0] for c in cross])  # (L, H, T, S)
     p, i = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
     itos = data.tgt_vocab.itos
     steps = [[[itos[j], float(q)] for j, q in zip(row_i, row_p)] for row_i, row_p in zip(i.tolist(), p.tolist())]
@@ -126,7 +133,8 @@ def translator_box_html(model, data, examples, beam_size: int = 4, assets: str =
     """
     examples = _check_examples(examples)
     cfg = model.config
-    settings = dict(assets=assets, examples=examples, beam=beam_size, max_beam=MAX_BEAM, layers=cfg.num_decoder_layers,
+    settings = dict(assets=assets, download_mb=DOWNLOAD_MB, examples=examples, beam=beam_size, max_beam=MAX_BEAM,
+                    layers=cfg.num_decoder_layers,
                     heads=cfg.nhead, max_new_tokens=MAX_NEW_TOKENS, length_penalty=LENGTH_PENALTY, top_k=TOP_K)
     words = " ".join(sorted(data.src_vocab.itos[4:]))
     buttons = "".join(f'<button type="button" class="tl-tr-example">{html.escape(e)}</button>' for e in examples)
@@ -149,7 +157,7 @@ def translator_box_html(model, data, examples, beam_size: int = 4, assets: str =
         f'<label>cross-attention layer <select class="tl-tr-layer">{layer_opts}</select></label>'
         f'<label>head <select class="tl-tr-head">{head_opts}</select></label></div>'
         f'<p class="tl-tr-status" role="status" aria-live="polite">{html.escape(_PROMPT)} '
-        'The model runs in your browser; it loads (about 6 MB) when you first use the box.</p>'
+        f'The model runs in your browser; it loads (about {DOWNLOAD_MB} MB) when you first use the box.</p>'
         '<div class="tl-tr-result"></div>'
         f'<details class="tl-tr-vocab"><summary>The model\'s English words</summary><p>{html.escape(words)}</p>'
         '</details><noscript>The translator needs JavaScript.</noscript>'
@@ -157,15 +165,6 @@ def translator_box_html(model, data, examples, beam_size: int = 4, assets: str =
         "var s=document.createElement('script');"
         "s.src=(document.documentElement.dataset.content_root||'')+'_static/tl/tl-translator.js';"
         "document.head.appendChild(s);})();</script></div>")
-
-
-def _check_examples(examples):
-    if isinstance(examples, str) or not hasattr(examples, "__iter__"):
-        raise TypeError(f"examples must be a list of strings, got {type(examples).__name__}")
-    examples = list(examples)
-    if not examples or not all(isinstance(e, str) and e.strip() for e in examples):
-        raise ValueError(f"examples must be a non-empty list of non-empty strings, got {examples!r}")
-    return examples
 
 
 def _describe(details: dict) -> str:
@@ -183,8 +182,6 @@ def _describe(details: dict) -> str:
 def translator_box(model, data, examples, beam_size: int = 4) -> None:
     """Show the translator box: live ipywidgets in Jupyter/Colab, the in-browser model on the static site."""
     from IPython.display import HTML, display
-
-    from .interactive import static_mode
 
     if static_mode():
         display(HTML(translator_box_html(model, data, examples, beam_size=beam_size)))

@@ -24,6 +24,7 @@ import hashlib
 import io
 import json
 import re
+import tempfile
 from pathlib import Path
 
 import torch
@@ -157,9 +158,9 @@ def write_site_assets(directory, node_modules, model=None, data=None) -> dict:
     for f in (bundle, wasm):
         if not f.exists():
             raise FileNotFoundError(f"missing {f}: run `npm ci` (package.json pins onnxruntime-web)")
-    onnx_dir = directory / "onnx"
-    exported = export_onnx(model, onnx_dir)
-    graphs = {k: exported[k].read_bytes() for k in ("encoder", "decoder")}
+    with tempfile.TemporaryDirectory(prefix="tl-onnx-") as tmp:  # the graphs go into model.js, not beside it
+        exported = export_onnx(model, tmp)
+        graphs = {k: exported[k].read_bytes() for k in ("encoder", "decoder")}
     cfg = model.config
     payload = dict(
         format=1,
@@ -175,8 +176,5 @@ def write_site_assets(directory, node_modules, model=None, data=None) -> dict:
                                         encoding="utf-8")
     (directory / "ort.js").write_text(classic_ort_script(bundle.read_text(encoding="utf-8")), encoding="utf-8")
     (directory / "ort-wasm.js").write_text(f'self.tlOrtWasm="{_gzip_b64(wasm.read_bytes())}";\n', encoding="ascii")
-    for f in onnx_dir.iterdir():  # the .onnx files are inside model.js; the site does not need them twice
-        f.unlink()
-    onnx_dir.rmdir()
     sizes = {f.name: f.stat().st_size for f in sorted(directory.iterdir())}
     return dict(sizes=sizes, max_error=exported["max_error"])
