@@ -15,7 +15,7 @@ def _seed():
     yield
 
 
-# -- the built site and one Chromium, shared by tests/test_site.py and tests/test_translator_web.py ----------
+# -- the built site and one Chromium, shared by tests/test_site.py, test_translator_web.py and test_jupyterlab.py
 # (here, not in a test module: Playwright's sync API allows one instance per process, and a fixture imported
 # into a second module would be a second session fixture)
 
@@ -46,14 +46,14 @@ def site(built):
 
 @pytest.fixture(scope="session")
 def browser():
-    from test_site import ARGS, AXE, CHROMIUM, _need
+    """The one Chromium of this test process (tests/chromium.py), for the site, the translator and JupyterLab."""
+    from chromium import ARGS, CHROMIUM, need
 
-    _need(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM}")
+    need(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _need(False, "playwright is not installed")
-    _need(AXE.exists(), f"axe-core not found at {AXE}: run `npm ci`")
+        need(False, "playwright is not installed")
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b

@@ -15,16 +15,14 @@ import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
 import transformer_lite as tl
+from notebook_code import code_cell
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "00_why_transformers.ipynb"
 D = 64
 
 
 def _cell(startswith):
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-    (src,) = [s for s in sources if s.lstrip().startswith(startswith)]
-    return src
+    return code_cell(NOTEBOOK, startswith)
 
 
 @pytest.fixture(scope="module")
@@ -117,32 +115,6 @@ def test_no_recurrent_scale_keeps_the_rnn_gradient_balanced_over_256_tokens():
     attn(x, x, x)[0][0, -1].sum().backward()
     g = x.grad[0].norm(dim=1)
     assert g.max() / g.min() < 100
-
-
-def test_shipped_benchmark_results_hold_what_chapter_12_shows():
-    from transformer_lite.book.pretrained import benchmark_results
-
-    bench = benchmark_results()
-    assert bench is not None, "transformer_lite/book/assets/benchmarks.json is missing: run `make bench`"
-    assert {"torch", "threads", "processor"} <= set(bench["machine"])
-    for g in bench["goals"].values():
-        assert {"value", "goal", "met"} <= set(g)
-    rows = bench["attention_scaling"]["rows"]
-    assert len(rows) >= 2 and all({"T", "ours_ms", "sdpa_ms", "ours_bytes", "sdpa_bytes"} <= set(r) for r in rows)
-    assert bench["kv_cache_speedup"] > 0 and {"tokens", "config"} <= set(bench["kv_cache"])
-
-
-def test_benchmark_results_is_none_when_the_file_is_absent(monkeypatch, tmp_path):
-    from transformer_lite.book import pretrained
-
-    monkeypatch.setattr(pretrained, "SHIPPED_BENCHMARKS", tmp_path / "absent.json")
-    assert pretrained.benchmark_results() is None
-
-
-def test_chapter_12_reads_the_benchmarks_from_the_package_not_the_checkout():
-    text = (NOTEBOOK.parent / "12_inference.ipynb").read_text(encoding="utf-8")
-    assert "benchmark_results()" in text
-    assert "../" not in text and "results.json" not in text
 
 
 def test_chapter_0_leaves_the_benchmarks_to_chapter_12_and_says_how_to_use_the_book_first():

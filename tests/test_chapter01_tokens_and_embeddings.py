@@ -3,7 +3,6 @@
 The toy tokenizer is teaching code that lives only in the notebook; it is read from the notebook
 here (not pasted twice).
 """
-import json
 import math
 import re
 from pathlib import Path
@@ -15,18 +14,14 @@ import torch.nn.functional as F
 
 import transformer_lite as tl
 from transformer_lite.data import PAD, UNK, Vocab, pad_batch
+from notebook_code import code_cell, exec_cell
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "01_tokens_and_embeddings.ipynb"
 
 
 @pytest.fixture(scope="module")
 def tokenize():
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-    (src,) = [s for s in sources if s.lstrip().startswith("def tokenize(")]
-    namespace = {"re": re}
-    exec(compile(src.split("\ncorpus")[0], str(NOTEBOOK), "exec"), namespace)
-    return namespace["tokenize"]
+    return exec_cell(NOTEBOOK, "def tokenize(", {"re": re}, until="corpus")["tokenize"]
 
 
 def test_tokenizer_and_vocab(tokenize):
@@ -84,10 +79,7 @@ def test_sharing_saves_two_tables():
 
 
 def _code_cell(startswith):
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    (src,) = ["".join(c["source"]) for c in cells
-              if c["cell_type"] == "code" and "".join(c["source"]).lstrip().startswith(startswith)]
-    return src
+    return code_cell(NOTEBOOK, startswith)
 
 
 def test_the_toy_tokenizer_makes_one_token_of_a_chinese_clause(tokenize):

@@ -4,7 +4,6 @@ The literal transcription of the formula (``pe_from_formula``) and the rotation 
 (``rotation``) are teaching code that lives only in the notebook; they are read from the notebook
 here (not pasted twice) and checked against the package.
 """
-import json
 import math
 from pathlib import Path
 
@@ -12,14 +11,13 @@ import pytest
 import torch
 
 import transformer_lite as tl
+from notebook_code import code_cell
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_positional_encoding.ipynb"
 
 
 def _notebook_function(name):
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-    (src,) = [s for s in sources if s.lstrip().startswith(f"def {name}(")]
+    src = code_cell(NOTEBOOK, f"def {name}(")
     src = src.split("\ntorch.testing")[0].split("\ntorch.set_printoptions")[0]  # the definition, not the demo
     namespace = {"torch": torch, "math": math}
     exec(compile(src, str(NOTEBOOK), "exec"), namespace)

@@ -3,7 +3,6 @@
 The loop form of attention is a teaching variant that lives only in the notebook; it is read from
 the notebook here (not pasted twice) and checked against the package's matrix form.
 """
-import json
 import math
 from pathlib import Path
 
@@ -12,18 +11,14 @@ import torch
 import torch.nn.functional as F
 
 import transformer_lite as tl
+from notebook_code import code_cell, exec_cell
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_self_attention.ipynb"
 
 
 @pytest.fixture(scope="module")
 def attention_loop():
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-    (src,) = [s for s in sources if s.lstrip().startswith("def attention_loop")]
-    namespace = {"torch": torch, "math": math}
-    exec(compile(src, str(NOTEBOOK), "exec"), namespace)
-    return namespace["attention_loop"]
+    return exec_cell(NOTEBOOK, "def attention_loop", {"torch": torch, "math": math})["attention_loop"]
 
 
 @pytest.mark.parametrize("T,S,d_k,d_v", [(1, 1, 1, 1), (2, 2, 3, 3), (3, 5, 2, 4), (6, 4, 16, 7)])
@@ -130,10 +125,7 @@ def test_softmax_jacobian_formula_and_its_collapse():
 # ---- additive attention (teaching code in the notebook), what was new, and the exercises' constants ----------
 
 def _notebook_cell(startswith):
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    (src,) = ["".join(c["source"]) for c in cells
-              if c["cell_type"] == "code" and "".join(c["source"]).lstrip().startswith(startswith)]
-    return src
+    return code_cell(NOTEBOOK, startswith)
 
 
 @pytest.fixture(scope="module")

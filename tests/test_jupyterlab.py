@@ -33,6 +33,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from chromium import need as _need  # the browser fixture is conftest.py's
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -41,10 +42,6 @@ VENV_BIN = ROOT / ".venv" / "bin"
 NODE = ROOT / "node_modules"
 SHOTS = ROOT / "_build" / "screenshots-jupyterlab"  # test_site.py empties _build/screenshots
 NB = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"  # the chapter in the current tab
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
-IN_CI = os.environ.get("CI", "").lower() == "true"
 RUN_TIMEOUT = 150  # s for Run All Cells of one chapter (each chapter runs in <= 30 s on 2 cores)
 
 # bertviz's require.config (transformer_lite.book.viz, in Jupyter) -> the same libraries from node_modules
@@ -53,13 +50,6 @@ CDN = {
     re.compile(r"/ajax/libs/d3/[\d.]+/d3(\.min)?\.js$"): NODE / "d3" / "dist" / "d3.min.js",
     re.compile(r"/ajax/libs/jquery/[\d.]+/jquery(\.min)?\.js$"): NODE / "jquery" / "dist" / "jquery.min.js",
 }
-
-
-def _need(condition: bool, why: str):
-    if not condition:
-        if IN_CI:
-            pytest.fail(f"{why} (CI=true: the JupyterLab test must run)")
-        pytest.skip(why)
 
 
 def _free_port() -> int:
@@ -187,19 +177,6 @@ def lab():
             proc.wait()
         _kill([p for p in kids if Path(f"/proc/{p}").exists()], signal.SIGKILL)
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    _need(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _need(False, "playwright is not installed")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
 
 
 class Page:

@@ -18,16 +18,13 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
+from chromium import need as _need
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = Path(os.environ.get("SITE_HTML", ROOT / "_build" / "html"))  # SITE_HTML: test another build
 SHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # axe-core from npm (`npm ci` installs devDependencies too). WCAG 2.0 and 2.1, A and AA: 2.1 adds
 # "label in name" (2.5.3), which the theme's and myst-nb's buttons need (tools/sphinx_ext/tl_book.py).
@@ -40,13 +37,6 @@ COLOUR = {"http": "light", "file": "dark"}
 
 # TeX left unrendered in the visible text (outside code): \( \[ $$ or a $...$ holding TeX-ish characters
 RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\$[^$\n]{0,80}?[\\^_{}][^$\n]{0,80}?\$")
-
-
-def _need(condition: bool, why: str):
-    if not condition:
-        if IN_CI:
-            pytest.fail(f"{why} (CI=true: the browser tests must run)")
-        pytest.skip(why)
 
 
 def pages() -> list[str]:
@@ -232,11 +222,13 @@ def _report(scheme: str, browser, request) -> dict:
 @pytest.fixture(scope="session", params=SCHEMES)
 def report(request, browser):
     """Every page opened once per scheme (http://127.0.0.1, file://): what the tests assert on."""
+    _need(AXE.exists(), f"axe-core not found at {AXE}: run `npm ci`")
     return _report(request.param, browser, request)
 
 
 @pytest.fixture(scope="session")
 def http_report(request, browser):
+    _need(AXE.exists(), f"axe-core not found at {AXE}: run `npm ci`")
     return _report("http", browser, request)
 
 

@@ -32,13 +32,17 @@ _REQUIRE_CDN = "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.
 _FONT = "font-family:'Helvetica Neue', Helvetica, Arial, sans-serif"
 
 
-def _sub(pattern: str, repl: str, text: str, name: str, count: int = 0, regex: bool = False) -> str:
-    """Replace, failing loudly if bertviz's JS no longer contains what we patch."""
-    new, n = (re.subn(pattern, repl, text, count=count) if regex else
+def _sub(pattern: str, repl: str, text: str, name: str, count: int = 0, regex: bool = False, flags: int = 0) -> str:
+    """Replace, failing loudly if bertviz's JS no longer contains what we patch (every edit goes through here)."""
+    new, n = (re.subn(pattern, repl, text, count=count, flags=flags) if regex else
               (text.replace(pattern, repl, count or -1), text.count(pattern)))
     if n == 0:
-        raise RuntimeError(f"bertviz's {name} changed: {pattern!r} not found; update transformer_lite/viz.py")
+        raise RuntimeError(f"bertviz's {name} changed: {pattern!r} not found; update transformer_lite/book/viz.py")
     return new
+
+
+# what each view selects as `#${config.rootDivId} #<id>` (one id per page, so two views on a page would clash)
+_SCOPED_IDS = {"head_view.js": ("layer", "filter", "vis"), "model_view.js": ("filter", "vis")}
 
 
 @functools.lru_cache(maxsize=None)
@@ -47,13 +51,14 @@ def _bertviz_js(name: str) -> tuple[str, str]:
     src = resources.files("bertviz").joinpath(name).read_text(encoding="utf-8")
     m = re.search(r"require\.config\(\{.*?\}\);", src, flags=re.S)
     if not m:
-        raise RuntimeError(f"bertviz's {name} has no require.config block; update transformer_lite/viz.py")
+        raise RuntimeError(f"bertviz's {name} has no require.config block; update transformer_lite/book/viz.py")
     cdn_config, js = m.group(0), src[:m.start()] + src[m.end():]
-    js = re.sub(r"/\*\*.*?\*\*/", "", js, count=1, flags=re.S)  # the licence-free change log header
+    if name not in _SCOPED_IDS:
+        raise ValueError(f"name must be one of {sorted(_SCOPED_IDS)}, got {name!r}")
+    js = _sub(r"/\*\*.*?\*\*/", "", js, name, count=1, regex=True, flags=re.S)  # the licence-free change log header
     js = _sub(r"const params = PYTHON_PARAMS;.*", "const params = TL_PARAMS;", js, name, regex=True)
-    for el in ("layer", "filter", "vis"):  # root-scoped duplicates -> unique ids
-        if f"#{el}`" in js:
-            js = js.replace(f"`#${{config.rootDivId}} #{el}`", f"`#${{config.rootDivId}}-{el}`")
+    for el in _SCOPED_IDS[name]:  # root-scoped duplicates -> unique ids
+        js = _sub(f"`#${{config.rootDivId}} #{el}`", f"`#${{config.rootDivId}}-{el}`", js, name)
     if name == "head_view.js":
         js = _sub('.attr("id", isLeft ? "left" : "right")',
                   '.attr("id", config.rootDivId + (isLeft ? "-left" : "-right"))', js, name)
@@ -68,8 +73,9 @@ def _bertviz_js(name: str) -> tuple[str, str]:
                   '.attr("viewBox", "0 0 " + DIV_WIDTH + " " + config.divHeight).attr("width", "100%")'
                   '.style("max-width", DIV_WIDTH + "px").style("height", "auto")', js, name, regex=True)
         js = _sub('vis.attr("height", config.divHeight);', "", js, name)
-        js = js.replace('console.log("x", x, y)', "")
-    js = js.replace('console.log("d3 version", d3.version)', "")
+        js = _sub('console.log("x", x, y)', "", js, name)
+    if name == "head_view.js":
+        js = _sub('console.log("d3 version", d3.version)', "", js, name)
     js = re.sub(r"\n\s*\n+", "\n", js)
     return js, cdn_config
 

@@ -14,7 +14,7 @@ solution cell, which calls the same check, proves that every check accepts a rig
 
 The checks of chapter N live in ``chNN.py`` (appendix A in ``appendix_a.py``), registered with
 :func:`exercise`; ``check.exercise_N_M`` imports the chapter's module on first use. Each check
-registers wrong answers it must reject (``tests/test_exercises.py`` runs them).
+registers wrong answers it must reject (``tests/test_book_conventions.py`` runs them).
 """
 from __future__ import annotations
 
