@@ -1,12 +1,14 @@
 """The translator box's Python side: reading typed text, what the box shows, the ONNX export.
 
 transformer_lite.book.translate reads the reader's text and computes what the box shows;
-transformer_lite.book.web_export exports the model for the browser. The page itself is checked
+tools/web_export.py (build-only) exports the model for the browser. The page itself is checked
 against these in tests/test_translator_web.py.
 """
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,7 +18,9 @@ from transformer_lite.data import BOS, EOS, UNK, Vocab
 from transformer_lite.book.pretrained import tiny_translator
 from transformer_lite.book.translate import (MAX_BEAM, read_english, reading_rules, translation_details,
                                              translator_box_html)
-from transformer_lite.book.web_export import classic_ort_script, export_onnx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from web_export import cached_export, classic_ort_script, export_onnx, export_key  # noqa: E402  (build-only code)
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +125,34 @@ def test_the_onnx_export_computes_what_pytorch_computes(tmp_path):
         maps = model.attention_maps(src, ys).cross
     assert abs(logits - expected.numpy()).max() < 1e-4
     assert cross.shape == (1, 2, 2, 3, 12) and abs(cross[0, 1] - maps[1][0].numpy()).max() < 1e-4
+
+
+def test_the_export_is_reused_only_while_its_inputs_are_unchanged(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    import web_export
+
+    torch.manual_seed(0)
+    model = Transformer(11, 13, d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                        dim_feedforward=32, max_len=20).eval()
+    calls = []
+    real = web_export.export_onnx
+    monkeypatch.setattr(web_export, "export_onnx", lambda m, d: calls.append(1) or real(m, d))
+    first = cached_export(model, tmp_path)
+    again = cached_export(model, tmp_path)
+    assert (first["cached"], again["cached"], len(calls)) == (False, True, 1)
+    assert again["encoder"] == first["encoder"] and again["decoder"] == first["decoder"]
+    key = export_key(model)
+    with torch.no_grad():
+        model.output_projection.weight[0, 0] += 1e-3  # another model: another key, a new export
+    assert export_key(model) != key
+    assert cached_export(model, tmp_path)["cached"] is False and len(calls) == 2
+
+
+def test_the_export_is_checked_with_the_onnx_runtime_release_the_page_runs():
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    pinned = re.search(r"^onnxruntime==(\S+)", (root / "requirements.txt").read_text(encoding="utf-8"), re.M)
+    web = json.loads((root / "package.json").read_text(encoding="utf-8"))["dependencies"]["onnxruntime-web"]
+    assert pinned and pinned.group(1) == web, (pinned and pinned.group(1), web)

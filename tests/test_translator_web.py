@@ -1,6 +1,6 @@
 """The translator in the reader's browser (chapters 12 and 13 of the built site), against Python.
 
-The static page runs the shipped translator with ONNX Runtime Web (transformer_lite.book.web_export,
+The static page runs the shipped translator with ONNX Runtime Web (tools/web_export.py,
 _static/tl/tl-translator.js). In Chromium, over HTTP and from disk (file://), this test types
 held-out and out-of-grammar sentences into the capstone's box and checks, for each, that the page's
 greedy and beam translations EQUAL transformer_lite.decoding's, and that the attention weights and

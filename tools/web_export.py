@@ -1,7 +1,10 @@
 """The shipped translator for the reader's browser: ONNX export and the site's model files.
 
-``make book`` (``tools/build_book.py``) calls :func:`write_site_assets`, so the page always runs
-the model the package ships, exported afresh at every build:
+Build-only code (it needs onnx, onnxscript, onnxruntime and node_modules), so it lives with the build
+tools, not in the package. ``make book`` (``tools/build_book.py``) calls :func:`write_site_assets`, so the
+page always runs the model the package ships. The export is cached (:func:`cached_export`) under
+``_build/.onnx-cache/``, keyed on the model's weights and configuration, this file's source and the
+versions of torch, onnx, onnxscript and onnxruntime: a build whose inputs did not change reuses it.
 
 * :func:`export_onnx` exports two graphs with ``torch.onnx.export(..., dynamo=True)``:
   ``encoder`` (src ids -> memory) and ``decoder`` (memory, src ids, target prefix -> next-token
@@ -30,8 +33,8 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-from ..data import BOS, EOS, PAD, UNK
-from .translate import LENGTH_PENALTY, MAX_BEAM, MAX_NEW_TOKENS, TOP_K, reading_rules
+from transformer_lite.data import BOS, EOS, PAD, UNK
+from transformer_lite.book.translate import LENGTH_PENALTY, MAX_BEAM, MAX_NEW_TOKENS, TOP_K, reading_rules
 
 ORT_BUNDLE = "onnxruntime-web/dist/ort.wasm.bundle.min.mjs"  # ES module: the API and its WebAssembly glue
 ORT_WASM = "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm"
@@ -113,6 +116,42 @@ def export_onnx(model, directory) -> dict:
     return dict(paths, max_error=error)
 
 
+def export_key(model) -> str:
+    """What decides the exported graphs: the weights, the configuration, this file and the exporter's versions."""
+    from importlib.metadata import version
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(str(tuple(tensor.shape)).encode() + str(tensor.dtype).encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    h.update(repr(getattr(model, "config", None)).encode())
+    h.update(Path(__file__).read_bytes())
+    for package in ("torch", "onnx", "onnxscript", "onnxruntime"):
+        h.update(f"{package}=={version(package)}".encode())
+    return h.hexdigest()[:20]
+
+
+def cached_export(model, cache_dir) -> dict:
+    """:func:`export_onnx`, reused from ``cache_dir`` when :func:`export_key` is unchanged.
+
+    Returns ``{"encoder": bytes, "decoder": bytes, "max_error": float, "cached": bool}``.
+    """
+    folder = Path(cache_dir) / export_key(model)
+    meta = folder / "export.json"
+    if meta.exists():
+        return dict({k: (folder / f"{k}.onnx").read_bytes() for k in ("encoder", "decoder")},
+                    max_error=json.loads(meta.read_text())["max_error"], cached=True)
+    with tempfile.TemporaryDirectory(prefix="tl-onnx-") as tmp:
+        exported = export_onnx(model, tmp)
+        graphs = {k: exported[k].read_bytes() for k in ("encoder", "decoder")}
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, raw in graphs.items():
+        (folder / f"{k}.onnx").write_bytes(raw)
+    meta.write_text(json.dumps({"max_error": exported["max_error"]}))  # last: a folder without it is incomplete
+    return dict(graphs, max_error=exported["max_error"], cached=False)
+
+
 def _gzip_b64(raw: bytes) -> str:
     return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
@@ -140,15 +179,16 @@ def classic_ort_script(bundle_text: str) -> str:
         raise ValueError("the bundle uses import.meta beyond import.meta.url")
     exports = ",".join(f"{k}:{v}" for k, v in sorted(names.items()) if k != "default")
     return ("/* onnxruntime-web (MIT License, Microsoft), converted to a classic script by "
-            "transformer_lite.book.web_export */\n(function(){\n" + body + f"\nself.ort={{{exports}}};\n}})();\n")
+            "tools/web_export.py */\n(function(){\n" + body + f"\nself.ort={{{exports}}};\n}})();\n")
 
 
-def write_site_assets(directory, node_modules, model=None, data=None) -> dict:
-    """Write ``model.js``, ``ort.js`` and ``ort-wasm.js`` into ``directory``; returns their sizes and the export error.
+def write_site_assets(directory, node_modules, model=None, data=None, cache_dir=None) -> dict:
+    """Write ``model.js``, ``ort.js`` and ``ort-wasm.js`` into ``directory``; returns their sizes, the export
+    error and whether the export came from ``cache_dir`` (None: export afresh, cache nothing).
 
-    ``model`` and ``data`` default to the shipped translator (:func:`~.pretrained.tiny_translator`).
+    ``model`` and ``data`` default to the shipped translator (``transformer_lite.book.pretrained.tiny_translator``).
     """
-    from .pretrained import tiny_translator
+    from transformer_lite.book.pretrained import tiny_translator
 
     if model is None or data is None:
         model, data, _ = tiny_translator()
@@ -158,9 +198,14 @@ def write_site_assets(directory, node_modules, model=None, data=None) -> dict:
     for f in (bundle, wasm):
         if not f.exists():
             raise FileNotFoundError(f"missing {f}: run `npm ci` (package.json pins onnxruntime-web)")
-    with tempfile.TemporaryDirectory(prefix="tl-onnx-") as tmp:  # the graphs go into model.js, not beside it
-        exported = export_onnx(model, tmp)
-        graphs = {k: exported[k].read_bytes() for k in ("encoder", "decoder")}
+    if cache_dir is None:
+        with tempfile.TemporaryDirectory(prefix="tl-onnx-") as tmp:  # the graphs go into model.js, not beside it
+            exported = export_onnx(model, tmp)
+            exported = dict({k: exported[k].read_bytes() for k in ("encoder", "decoder")},
+                            max_error=exported["max_error"], cached=False)
+    else:
+        exported = cached_export(model, cache_dir)
+    graphs = {k: exported[k] for k in ("encoder", "decoder")}
     cfg = model.config
     payload = dict(
         format=1,
@@ -177,4 +222,4 @@ def write_site_assets(directory, node_modules, model=None, data=None) -> dict:
     (directory / "ort.js").write_text(classic_ort_script(bundle.read_text(encoding="utf-8")), encoding="utf-8")
     (directory / "ort-wasm.js").write_text(f'self.tlOrtWasm="{_gzip_b64(wasm.read_bytes())}";\n', encoding="ascii")
     sizes = {f.name: f.stat().st_size for f in sorted(directory.iterdir())}
-    return dict(sizes=sizes, max_error=exported["max_error"])
+    return dict(sizes=sizes, max_error=exported["max_error"], cached=exported["cached"])
