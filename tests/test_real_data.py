@@ -120,8 +120,10 @@ def test_no_kept_pair_breaks_a_rule(loaded):
 def test_load_pairs_returns_a_fresh_list(loaded):
     pairs, _ = loaded
     again, _ = rd.load_pairs()
-    again.clear()  # a caller's list, not the cache
-    assert len(rd.load_pairs()[0]) == len(pairs) > 0
+    again.clear()  # a caller's list and report, not the cache
+    rd.load_pairs()[1].dropped["placeholder"] = -1
+    pairs_now, report_now = rd.load_pairs()
+    assert len(pairs_now) == len(pairs) > 0 and report_now.dropped["placeholder"] > 0
 
 
 # -- tokenization -----------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
-from hsk_sentences_audio import load_sentences
+import hsk_sentences_audio
 
 from .._checks import check_positive_int
 from ..data import TranslationData, Vocab, pad_batch
@@ -161,7 +161,8 @@ def _segment(chinese: str, tokens: Sequence[dict]) -> tuple | None:
     words = [t.get("word", "") for t in tokens]
     for w in words:
         while pos < len(chinese) and not chinese.startswith(w, pos) and not _CJK.match(chinese[pos]):
-            out.append(chinese[pos])  # punctuation between words
+            if not chinese[pos].isspace():
+                out.append(chinese[pos])  # punctuation between words
             pos += 1
         if not w or not chinese.startswith(w, pos):
             return None
@@ -196,9 +197,7 @@ def _rule_broken(english: str, chinese: str, segmentation) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _load() -> tuple[tuple[Pair, ...], FilterReport]:
-    import hsk_sentences_audio
-
-    records = load_sentences()
+    records = hsk_sentences_audio.load_sentences()
     kept: list[Pair] = []
     dropped = {rule: [] for rule in RULES}
     seen = set()
@@ -260,7 +259,7 @@ def load_pairs() -> tuple[list[Pair], FilterReport]:
     No length cut either: the longest pair is short (see tests/test_real_data.py).
     """
     pairs, report = _load()
-    return list(pairs), report
+    return list(pairs), copy.deepcopy(report)  # the cached report stays intact whatever the caller does
 
 
 # -- the split ------------------------------------------------------------------------------------------
