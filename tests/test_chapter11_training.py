@@ -257,23 +257,36 @@ def test_checkpoint_average_is_the_mean_of_each_weight():
         assert torch.isfinite(copy_(src, teacher_forcing(tgt)[0])).all()
 
 
-def _notebook_code(startswith):
+def _code_cells():
     import json
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "notebooks" / "11_training.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    (src,) = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"
-              and "".join(c["source"]).lstrip().startswith(startswith)]
-    return src
+    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
 
 
-def test_the_chapters_bleu_matches_the_hand_count():
-    ns = {"math": math}
-    exec(_notebook_code("from collections import Counter"), ns)  # ngrams, modified_precision (+ the clipping check)
-    exec(_notebook_code("def bleu("), ns)  # bleu (+ the hand-count checks)
-    score, precisions, brevity = ns["bleu"]("the cat sat on the mat", "the cat sat on the red mat")
-    assert precisions == [(6, 6), (4, 5), (3, 4), (2, 3)]
+def test_the_chapter_scores_with_the_packages_bleu():
+    import re
+
+    code = _code_cells()
+    # one source of truth: the chapter imports BLEU from transformer_lite.metrics and shows it, defining none itself
+    defined = [m for c in code for m in re.findall(r"^def (ngrams|modified_precision|bleu|corpus_bleu)\(", c, re.M)]
+    assert defined == [], f"chapter 11 defines {defined} itself instead of importing them from transformer_lite.metrics"
+    for names, shown in (("modified_precision, ngrams", "modified_precision"), ("bleu, corpus_bleu", "corpus_bleu")):
+        assert any(f"from transformer_lite.metrics import {names}" in c and f"show_source({shown})" in c for c in code)
+
+
+def test_the_packages_bleu_matches_the_chapters_hand_count():
+    from transformer_lite.metrics import bleu, corpus_bleu, modified_precision
+
+    assert modified_precision("the the the the the the the", "the cat is on the mat", 1) == (2, 7)
+    score, precisions, brevity, c, r = bleu("the cat sat on the mat", "the cat sat on the red mat")
+    assert precisions == [(6, 6), (4, 5), (3, 4), (2, 3)] and (c, r) == (6, 7)
     assert math.isclose(score, math.exp(1 - 7 / 6) * 0.4 ** 0.25)
-    assert ns["bleu"]("a b c d", "a b c d")[0] == 1.0  # identical: 1
-    assert ns["bleu"]("a b c d", "w x y z a b c d")[2] == pytest.approx(math.exp(1 - 2))  # brevity penalty
+    assert bleu("a b c d", "a b c d").score == 1.0  # identical: 1
+    assert bleu("a b c d", "w x y z a b c d").brevity == pytest.approx(math.exp(1 - 2))  # brevity penalty
+    # the corpus cell: no shared four-gram makes a sentence's BLEU 0, but not the corpus's
+    pairs = [("the cat sat on the mat", "the cat sat on the red mat"), ("I have a cat", "I have a small cat")]
+    corpus = corpus_bleu([cand for cand, _ in pairs], [ref for _, ref in pairs])
+    assert bleu(*pairs[1]).score == 0 and corpus.score > 0.5 and corpus.precisions[3] == (2, 4)

@@ -39,7 +39,7 @@ def _imported(modules):
 
 def test_the_core_modules_are_the_ones_the_issue_names():
     for name in ("attention", "masks", "normalization", "embeddings", "layers", "model", "interop",
-                 "decoding", "training", "data"):
+                 "decoding", "training", "data", "metrics"):
         assert name in CORE, f"transformer_lite.{name} is missing from the core: {CORE}"
     for name in ("notebook", "runtime", "interactive", "plotting", "viz", "pretrained"):
         assert name not in CORE, f"transformer_lite.{name} is a book helper; it belongs in transformer_lite.book"
