@@ -1,6 +1,8 @@
 # Transformer, Step by Step -- every target does its own set-up on a fresh machine.
 #   make book   build the site into _build/html (executes every notebook)
 #   make test   run every test: the package, the notebooks' claims, the built site in Chromium
+#   make check  the fast inner loop (no book build): the package, the chapters' claims through it,
+#               the exercise checks, the i18n catalogs
 #   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package)
 #   make translator  train the book's translator (RECIPE) and write the weights the package ships
 #   make capstone  measure chapter 13's baselines, systematic split and data-size curve (assets/capstone_baselines.json)
@@ -10,18 +12,27 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
+# The package is installed as pip installs it for a reader (a wheel, not `-e .`): the book's kernels import
+# that copy, and tools/build_book.py fails if one imported the checkout. Reinstalled when a file of it changes.
+PKG_STAMP := $(VENV)/.package
+PKG_FILES := $(shell find transformer_lite -type f \( -name '*.py' -o -name '*.pt' -o -name '*.json' \) 2>/dev/null)
 
-.PHONY: install book test test-package bench translator capstone clean
+.PHONY: install book test check test-package bench translator capstone clean
 
-install: $(STAMP) node_modules/.installed
+install: $(PKG_STAMP) node_modules/.installed
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -r requirements.txt
 	$(PIP) install --quiet --no-deps -r requirements-nodeps.txt
-	$(PIP) install --quiet --no-deps --no-build-isolation -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+$(PKG_STAMP): $(STAMP) pyproject.toml $(PKG_FILES)
+	rm -rf build
+	$(PIP) install --quiet --no-deps --no-build-isolation --force-reinstall .
+	rm -rf build
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -31,11 +42,15 @@ node_modules/.installed: package.json package-lock.json
 book: install
 	$(PY) tools/build_book.py
 
+# Two workers: the browser tests mostly wait, the notebook runs mostly compute. Files that share an expensive
+# fixture (the served site, the JupyterLab server, the Colab-like venv) stay on one worker (xdist_group marks).
 test: book
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
 
-test-package: $(STAMP)
+check: $(PKG_STAMP)
 	$(PY) -m pytest -q tests -m "not browser and not slow"
+
+test-package: check
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

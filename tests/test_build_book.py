@@ -183,10 +183,11 @@ def _names_in_the_repository() -> set[str]:
 
 
 def test_every_file_named_in_the_configuration_tools_and_prose_exists():
-    """Paths into the repository (tools/..., notebooks/..., binder/...) and every *.md named."""
-    named_in = [ROOT / "README.md", ROOT / "_config.yml", ROOT / "_toc.yml", *(ROOT / "book").glob("*.md"),
-                *(ROOT / "tools").glob("*.py"), *(ROOT / "tools").glob("*.sh"),
-                *(ROOT / "tools" / "site_assets").iterdir()]
+    """Paths into the repository (tools/..., notebooks/..., binder/...) and every *.md named, in the
+    configuration, the Makefile and CI, the tools, the prose and the package."""
+    named_in = [ROOT / "README.md", ROOT / "_config.yml", ROOT / "_toc.yml", ROOT / "Makefile", ROOT / ".ci" / "run",
+                *(ROOT / "book").glob("*.md"), *(ROOT / "tools").glob("*.py"), *(ROOT / "tools").glob("*.sh"),
+                *(ROOT / "tools" / "site_assets").iterdir(), *(ROOT / "transformer_lite").rglob("*.py")]
     names = _names_in_the_repository()
     top = "tools|tests|notebooks|binder|benchmarks|transformer_lite|\\.ci"
     missing = []
@@ -283,3 +284,26 @@ def test_our_webpack_macros_are_the_themes_without_fontawesome_js():
               if "scripts/fontawesome.js" not in line and "So that users can add custom icons" not in line]
     assert len(theirs) == len(theme.read_text(encoding="utf-8").splitlines()) - 2
     assert ours.read_text(encoding="utf-8").split("-#}\n", 1)[1].splitlines() == theirs
+
+
+def test_the_build_fails_if_a_kernel_imported_the_package_from_the_checkout(tmp_path):
+    """Every chapter runs from the package as pip installs it: the build's kernels record where they imported
+    transformer_lite from (tools/kernel_startup.py), and a record pointing into the checkout is a problem."""
+    log = tmp_path / "imports"
+    log.mkdir()
+    (log / "101.txt").write_text("/x/.venv/lib/python3.11/site-packages/transformer_lite/__init__.py")
+    assert bb.installed_package_used(log) == []
+    (log / "102.txt").write_text(str(ROOT / "transformer_lite" / "__init__.py"))
+    (problem,) = bb.installed_package_used(log)
+    assert "from the checkout" in problem and "102" in problem
+
+
+def test_the_kernels_record_where_they_import_the_package_from(tmp_path):
+    env = {**bb.build_env(tmp_path / "ipython"), "TRANSFORMER_LITE_IMPORT_LOG": str(tmp_path / "imports")}
+    _run_cells(["x = 1", "import transformer_lite", "y = 2"], env, tmp_path)
+    (record,) = (tmp_path / "imports").glob("*.txt")
+    import transformer_lite
+
+    # the kernel runs the Python of this venv from an empty folder, so it finds what pip installed there
+    assert Path(record.read_text()).name == "__init__.py"
+    assert Path(record.read_text()).parent.name == Path(transformer_lite.__file__).parent.name

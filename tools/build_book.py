@@ -10,16 +10,24 @@ Steps:
    ``html_static_path`` into ``_build/html/_static/``, so the site serves ``_static/tl/...`` itself.
    The folder is deliberately not called ``_static``: Jupyter Book would add every .js/.css in a
    ``_static/`` folder at the book root to every page.
-   The shipped translator is exported to ONNX into ``_assets/tl/translator/`` at every build, beside
-   ONNX Runtime Web (``write_translator``): the static page runs the very model the package ships.
+   The shipped translator is exported to ONNX into ``_assets/tl/translator/`` beside ONNX Runtime Web
+   (``write_translator``; the export is cached, keyed on its inputs): the static page runs the very model the package ships.
 2. ``TRANSFORMER_LITE_STATIC=1`` is exported; the notebook kernels inherit the build's environment, so
    ``transformer_lite.book.interactive`` precomputes every control (no ipywidgets on the page); and
    ``IPYTHONDIR`` points the kernels at a start-up file (tools/kernel_startup.py) that keeps tqdm from
    drawing ipywidgets progress bars, which would be dead on the site. (tqdm's own switch,
    ``TQDM_DISABLE=1``, does not reach ``tqdm.auto`` in a kernel: see that file.)
-3. ``jupyter-book build --all -W -n --keep-going``: any warning or notebook error fails the build;
-   notebooks run through jupyter-cache, so an unchanged rebuild re-executes nothing.
-4. The built HTML is not edited. What the theme's defaults would get wrong is configured in
+3. The chapters the execution cache lacks are executed first, two at a time (each chapter trains on one
+   thread, so two share the two cores), by tools/run_notebooks.py: each in a new kernel of the venv's
+   Python, in a new EMPTY folder, with ``TRANSFORMER_LITE_CACHE`` an empty folder too. The kernels import
+   ``transformer_lite`` as pip installed it into the venv (``make install`` installs a wheel, not ``-e .``);
+   every kernel records where it imported the package from (tools/kernel_startup.py) and the build fails if
+   any imported it from the checkout. So the build itself shows that every chapter runs from the package as
+   pip installs it, in an empty folder. The executed notebooks go into Jupyter Book's execution cache.
+4. ``jupyter-book build --all -W -n --keep-going``: any warning or notebook error fails the build;
+   notebooks come from jupyter-cache, so an unchanged rebuild re-executes nothing (a chapter that failed in
+   step 3 is executed again here, and its error reported the usual way).
+5. The built HTML is not edited. What the theme's defaults would get wrong is configured in
    ``_config.yml`` (the colour mode, the extension list without sphinx-thebe); the checks fail the
    build if it did not take: no page > 2 MB, the site < 80 MB (two editions), no reference to another host left in a
    src/href that the browser would load, no ipywidgets output, the configured colour mode on every page.
@@ -44,6 +52,8 @@ ASSETS = ROOT / "_assets" / "tl"
 NODE = ROOT / "node_modules"
 MAX_PAGE = 2 * 1024 * 1024
 MAX_SITE = 80 * 1024 * 1024  # two editions (each with its own _static/: MathJax, the translator, the theme)
+CACHE = ROOT / "_build" / ".jupyter_cache"  # Jupyter Book 1's execution cache (also read by the Chinese edition)
+JOBS = 2  # chapters executed at once: each trains on one thread (runtime.num_threads(1)), the machines have 2 cores
 
 # (source in node_modules, destination under _assets/tl)
 COPIES = [
@@ -111,18 +121,101 @@ def assemble_assets() -> Path:
 
 
 def write_translator(dest: Path) -> dict:
-    """The shipped translator for the browser (chapters 12 and 13): exported afresh to ONNX at every build,
-    with ONNX Runtime Web from npm (transformer_lite.book.web_export); loaded by the page on first use."""
+    """The shipped translator for the browser (chapters 12 and 13), exported to ONNX, with ONNX Runtime Web
+    from npm (tools/web_export.py); loaded by the page on first use. The export is reused from
+    ``_build/.onnx-cache/`` while the weights, the exporter and its versions are unchanged."""
     import logging
 
-    from transformer_lite.book.web_export import write_site_assets
+    from web_export import write_site_assets
 
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # "torchvision is not installed" notes
     t0 = time.time()
-    result = write_site_assets(dest, NODE)
-    log(f"translator exported to ONNX in {time.time() - t0:.0f} s (ONNX Runtime vs PyTorch: "
+    result = write_site_assets(dest, NODE, cache_dir=ROOT / "_build" / ".onnx-cache")
+    log(f"translator {'from the export cache' if result['cached'] else 'exported to ONNX'} in "
+        f"{time.time() - t0:.0f} s (ONNX Runtime vs PyTorch: "
         f"{result['max_error']:.1e}); " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in result["sizes"].items()))
     return result
+
+
+def execute_into_cache(notebooks: list[Path], jobs: int = JOBS, timeout: int = 300) -> list[str]:
+    """Execute the notebooks that Jupyter Book's execution cache lacks, ``jobs`` at a time (step 3 of the
+    module docstring), and cache them as Jupyter Book would. Returns the problems (a chapter that raised)."""
+    import nbformat
+    from concurrent.futures import ThreadPoolExecutor
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(str(CACHE))
+    todo = []
+    for path in notebooks:
+        try:
+            cache.match_cache_notebook(nbformat.read(str(path), as_version=4))
+        except KeyError:
+            todo.append(path)
+    if not todo:
+        return []
+    env = build_env()
+    env["TRANSFORMER_LITE_CACHE"] = tempfile.mkdtemp(prefix="tl-build-cache-")  # nothing trained before
+    shutil.rmtree(env["TRANSFORMER_LITE_IMPORT_LOG"], ignore_errors=True)
+    Path(env["TRANSFORMER_LITE_IMPORT_LOG"]).mkdir(parents=True)
+    out = Path(tempfile.mkdtemp(prefix="tl-executed-"))
+    log(f"executing {len(todo)} notebook(s), {jobs} at a time, each in a new empty folder")
+    t0 = time.time()
+
+    def run(path: Path) -> dict:
+        result = out / f"{path.stem}.json"
+        subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebooks.py"), str(path), "--static",
+                        "--timeout", str(timeout), "--save", str(out), "--json", str(result)],
+                       env=env, cwd=out, capture_output=True, text=True)
+        if not result.exists():
+            return {"notebook": path.name, "ok": False, "seconds": None,
+                    "error": {"cell": None, "name": "run_notebooks.py wrote no result", "value": ""}}
+        return json.loads(result.read_text())[0]
+
+    problems = []
+    with ThreadPoolExecutor(jobs) as pool:
+        for path, r in zip(todo, pool.map(run, todo)):
+            if not r["ok"]:  # Jupyter Book executes it again and reports the error its usual way
+                e = r["error"]
+                problems.append(f"{path.relative_to(ROOT)} failed in cell {e['cell']}: {e['name']}: {e['value'][:300]}")
+                continue
+            executed, source = (nbformat.read(str(f), as_version=4) for f in (out / path.name, path))
+            # the cache keys on the code, the cells' metadata and the kernelspec: the runner wrote its kernel's
+            # own kernelspec (this venv's Python, as the notebook's "python3" is in the build) and each cell's
+            # execution times, which Jupyter Book would not match; the notebook's own are put back
+            executed.metadata["kernelspec"] = source.metadata.get("kernelspec", {})
+            for done, cell in zip(executed.cells, source.cells):
+                done.metadata = cell.metadata
+            cache.add_nb_to_project(str(path))
+            cache.cache_notebook_bundle(CacheBundleIn(executed, str(path), data={"execution_seconds": r["seconds"]}),
+                                        check_validity=False, overwrite=True)
+            cache.match_cache_notebook(source)  # a KeyError here: Jupyter Book would run it again
+            log(f"  {path.relative_to(ROOT)}: {r['seconds']:.1f} s")
+    shutil.rmtree(out, ignore_errors=True)
+    ok = len(todo) - len(problems)
+    recorded = len(list(Path(env["TRANSFORMER_LITE_IMPORT_LOG"]).glob("*.txt")))
+    if recorded < ok:  # every chapter imports transformer_lite; each kernel must have said where from
+        problems.append(f"{ok} notebooks ran but only {recorded} kernels recorded where transformer_lite came from "
+                        "(tools/kernel_startup.py)")
+    log(f"executed {ok} of {len(todo)} notebook(s) in {time.time() - t0:.0f} s")
+    return problems
+
+
+def installed_package_used(log_dir: Path | None = None) -> list[str]:
+    """Every kernel of this build imported transformer_lite from the venv, as pip installed it, not from
+    the checkout (tools/kernel_startup.py records it; ``make install`` installs a wheel, not ``-e .``)."""
+    log_dir = Path(build_env()["TRANSFORMER_LITE_IMPORT_LOG"]) if log_dir is None else log_dir
+    records = sorted(log_dir.glob("*.txt")) if log_dir.is_dir() else []
+    wrong = []
+    checkout = (ROOT / "transformer_lite").resolve()
+    for record in records:
+        where = Path(record.read_text(encoding="utf-8").strip()).resolve()
+        if checkout in where.parents or "site-packages" not in where.parts:
+            wrong.append(f"{record.stem}: {where}")
+    if wrong:
+        return ["notebook kernels imported transformer_lite from the checkout, not the installed package "
+                f"(run `make install`, which installs a wheel): {wrong[:3]}"]
+    return []
 
 
 def read_yaml(path: Path) -> dict:
@@ -207,6 +300,8 @@ def build_env(ipython_dir: Path = ROOT / "_build" / ".ipython") -> dict:
     shutil.copy2(ROOT / "tools" / "kernel_startup.py", startup / "00-transformer-lite-static.py")
     env["IPYTHONDIR"] = str(ipython_dir)
     env["PYTHONHASHSEED"] = "0"
+    # where each kernel imported transformer_lite from (tools/kernel_startup.py; checked by installed_package_used)
+    env["TRANSFORMER_LITE_IMPORT_LOG"] = str(ipython_dir.parent / ".kernel-imports")
     venv_bin = str(Path(sys.executable).parent)
     env["PATH"] = venv_bin + os.pathsep + env.get("PATH", "")
     return env
@@ -326,12 +421,17 @@ def main(argv=None) -> int:
     elif missing:
         log(f"_toc.yml lists {len(missing)} file(s) that do not exist: {', '.join(missing)} "
             "(use --existing-only to build without them)")
+    problems = execute_into_cache([ROOT / f"{d}.ipynb" for d in toc_entries(ROOT / "_toc.yml")
+                                   if (ROOT / f"{d}.ipynb").exists()])
     # --existing-only: links to the missing chapters are expected; every other warning still fails
     proc = jupyter_book(ROOT, toc=toc, strict=not args.existing_only)
     sys.stdout.write(proc.stdout[-20000:])
     sys.stderr.write(proc.stderr[-20000:])
     html_dir = ROOT / "_build" / "html"
-    problems = []
+    problems += installed_package_used()
+    again = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "Executing notebook" in ln]
+    if len(again) > len(problems):  # only a chapter that failed above may run again (for its error report)
+        problems.append(f"Jupyter Book executed notebooks the build had executed and cached: {again[:3]}")
     if args.existing_only:
         problems += [w for w in warnings(proc) if not _MISSING_LINK.search(w)]
     if proc.returncode != 0:

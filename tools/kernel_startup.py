@@ -34,3 +34,30 @@ def _transformer_lite_static_tqdm():
 
 _transformer_lite_static_tqdm()
 del _transformer_lite_static_tqdm
+
+
+def _record_where_transformer_lite_comes_from():
+    """After the first cell that imported transformer_lite, write the file it came from into
+    ``$TRANSFORMER_LITE_IMPORT_LOG/<pid>.txt``: tools/build_book.py fails the build if a chapter imported
+    the package from the checkout instead of the venv, where pip installed it."""
+    import os
+    import sys
+
+    folder = os.environ.get("TRANSFORMER_LITE_IMPORT_LOG")
+    ip = get_ipython()  # noqa: F821 - defined in a kernel's start-up files
+    if not folder or ip is None:
+        return
+
+    def record(result=None):
+        module = sys.modules.get("transformer_lite")
+        if module is not None:
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, f"{os.getpid()}.txt"), "w", encoding="utf-8") as f:
+                f.write(module.__file__)
+            ip.events.unregister("post_run_cell", record)
+
+    ip.events.register("post_run_cell", record)
+
+
+_record_where_transformer_lite_comes_from()
+del _record_where_transformer_lite_comes_from

@@ -6,13 +6,18 @@
         [--env NAME=VALUE]...  extra environment for the kernels (e.g. TRANSFORMER_LITE_SEED=2)
         [--timeout S]          seconds per cell (default 300)
         [--json FILE]          write the results as JSON
+        [--save DIR]           write each executed notebook (with its outputs) into DIR
+        [--static]             keep TRANSFORMER_LITE_STATIC from the environment (the book build)
 
 Each notebook runs in a new kernel of the Python that runs this script (``sys.executable``),
 with its working folder empty unless ``--cwd`` is given: a chapter must not read anything from
 the repository checkout. Controls are live (``TRANSFORMER_LITE_STATIC`` is removed from the
-environment), as in Jupyter or Colab. Exit status 1 if any notebook raised.
+environment), as in Jupyter or Colab, unless ``--static`` is given: the book build
+(tools/build_book.py) executes every chapter with this script, two at a time, with the build's
+environment, and puts the executed notebooks into Jupyter Book's execution cache.
+Exit status 1 if any notebook raised.
 
-The tests use :func:`run_notebook` directly (the portability and installed-package tests).
+The tests use :func:`run_notebook` directly (the portability and JupyterLab tests).
 """
 from __future__ import annotations
 
@@ -25,8 +30,9 @@ import time
 from pathlib import Path
 
 
-def run_notebook(path, cwd=None, env: dict | None = None, timeout: int = 300) -> dict:
-    """Execute one notebook; return ``{"notebook", "seconds", "ok", "error"}`` (error: cell, name, value)."""
+def run_notebook(path, cwd=None, env: dict | None = None, timeout: int = 300, static: bool = False) -> dict:
+    """Execute one notebook; return ``{"notebook", "seconds", "ok", "error", "outputs"}`` (error: cell,
+    name, value; outputs: the executed notebook). ``static=True`` keeps ``TRANSFORMER_LITE_STATIC``."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -35,7 +41,8 @@ def run_notebook(path, cwd=None, env: dict | None = None, timeout: int = 300) ->
     nb = nbformat.read(path, as_version=4)
     workdir = Path(cwd) if cwd is not None else Path(tempfile.mkdtemp(prefix="tl-run-"))
     kernel_env = dict(os.environ)
-    kernel_env.pop("TRANSFORMER_LITE_STATIC", None)
+    if not static:
+        kernel_env.pop("TRANSFORMER_LITE_STATIC", None)
     kernel_env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     kernel_env["TRANSFORMER_LITE_STRICT_EXERCISES"] = "1"  # a check that rejects its solution is an error
     kernel_env.update(env or {})
@@ -88,6 +95,8 @@ def main(argv=None) -> int:
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--json")
+    ap.add_argument("--save", metavar="DIR")
+    ap.add_argument("--static", action="store_true")
     args = ap.parse_args(argv)
     env = {}
     for item in args.env:
@@ -97,8 +106,13 @@ def main(argv=None) -> int:
         env[name] = value
     results = []
     for nb in args.notebooks:
-        r = run_notebook(nb, cwd=args.cwd, env=env, timeout=args.timeout)
-        r.pop("outputs")
+        r = run_notebook(nb, cwd=args.cwd, env=env, timeout=args.timeout, static=args.static)
+        executed = r.pop("outputs")
+        if args.save and r["ok"]:
+            import nbformat
+
+            Path(args.save).mkdir(parents=True, exist_ok=True)
+            nbformat.write(executed, str(Path(args.save) / Path(nb).name))
         results.append(r)
         status = "ok" if r["ok"] else f"FAILED in cell {r['error']['cell']}: {r['error']['name']}: {r['error']['value'][:300]}"
         print(f"{r['notebook']:<40} {r['seconds']:7.1f} s  {status}", flush=True)
