@@ -9,6 +9,17 @@ import pytest
 import torch
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`make test`: -n 2 --dist loadgroup) the browser tests of the file:// pass form a
+    group of their own, so the two passes over every page (tests/test_site.py) run on the two workers at once.
+    (Runs before xdist's own hook, which turns the xdist_group marks into the groups.)"""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "file" in (params.get("report"), params.get("scheme")):
+            item.add_marker(pytest.mark.xdist_group("file"))
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

@@ -15,6 +15,13 @@ with another seed (``TRANSFORMER_LITE_SEED``, read by ``book_seed()``), 1 or 2 t
 (``TRANSFORMER_LITE_THREADS``, read by ``num_threads``), and PyTorch's and MKL's generic CPU code paths
 (``ATEN_CPU_CAPABILITY=default``, ``MKL_CBWR=COMPATIBLE``) -- the settings under which the old claims
 failed. The seed-0, one-thread, native run is the book build itself.
+
+**One configuration a run, all of them in turn.** The configurations are every combination of seed 0-3,
+1 or 2 threads and the native or the other CPU code path, except the build's own (15). A run of
+``make test`` takes the next one in a fixed rotation, by the number of commits in the history under test
+(``git rev-list --count HEAD``), so 15 consecutive commits cover them all; the configuration is printed and
+named in every failure. ``TRANSFORMER_LITE_PORTABILITY`` overrides it: a configuration's name
+(``seed2-2threads-other-cpu``), or ``all`` for every one of them (about 15 times as long).
 """
 from __future__ import annotations
 
@@ -27,18 +34,52 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from notebook_code import code_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 RUNNER = ROOT / "tools" / "run_notebooks.py"
 
 OTHER_CPU = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
-CONFIGS = {
-    "seed1-1thread": {"TRANSFORMER_LITE_SEED": "1", "TRANSFORMER_LITE_THREADS": "1"},
-    "seed2-2threads": {"TRANSFORMER_LITE_SEED": "2", "TRANSFORMER_LITE_THREADS": "2"},
-    "seed3-1thread-other-cpu": {"TRANSFORMER_LITE_SEED": "3", "TRANSFORMER_LITE_THREADS": "1", **OTHER_CPU},
-    "seed0-2threads-other-cpu": {"TRANSFORMER_LITE_SEED": "0", "TRANSFORMER_LITE_THREADS": "2", **OTHER_CPU},
-}
+CHOICE_ENV = "TRANSFORMER_LITE_PORTABILITY"
+
+
+def _configurations() -> dict[str, dict[str, str]]:
+    """Seed 0-3 x 1 or 2 threads x native or other CPU code path, without the build's own (seed 0, 1 thread,
+    native): 15 configurations, in a fixed order that alternates the CPU path and the thread count."""
+    configs = {}
+    for seed in range(4):
+        for other_cpu in (True, False):
+            for threads in (1, 2):
+                if (seed, threads, other_cpu) == (0, 1, False):
+                    continue
+                name = f"seed{seed}-{threads}thread{'s' if threads > 1 else ''}{'-other-cpu' if other_cpu else ''}"
+                configs[name] = {"TRANSFORMER_LITE_SEED": str(seed), "TRANSFORMER_LITE_THREADS": str(threads),
+                                 **(OTHER_CPU if other_cpu else {})}
+    return configs
+
+
+CONFIGS = _configurations()
+
+
+def chosen(choice: str | None = None, commits: int | None = None) -> list[str]:
+    """The configurations this run checks (module docstring): ``choice`` (default ``$TRANSFORMER_LITE_PORTABILITY``)
+    names one or says ``all``; otherwise the rotation picks one by ``commits`` (default: the commits in HEAD's history)."""
+    choice = os.environ.get(CHOICE_ENV, "").strip() if choice is None else choice
+    if choice == "all":
+        return list(CONFIGS)
+    if choice:
+        if choice not in CONFIGS:
+            raise ValueError(f"${CHOICE_ENV} must be 'all' or one of {sorted(CONFIGS)}, got {choice!r}")
+        return [choice]
+    if commits is None:
+        proc = subprocess.run(["git", "-c", "safe.directory=*", "rev-list", "--count", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True)
+        commits = int(proc.stdout) if proc.returncode == 0 and proc.stdout.strip().isdigit() else 0
+    return [list(CONFIGS)[commits % len(CONFIGS)]]
+
+
+RUN = chosen()
 
 # The chapters that train a model live. test_every_live_training_chapter_is_listed keeps this complete.
 LIVE_TRAINING = ["04_multi_head_attention", "07_pre_ln_vs_post_ln", "11_training", "13_capstone_translator",
@@ -53,8 +94,7 @@ _TRAINING_CALL = re.compile(r"\b(?:opt|optimizer|optim)\w*\.step\(\)|(?<![.\w])t
 
 
 def _code(nb_path: Path) -> str:
-    nb = json.loads(nb_path.read_text(encoding="utf-8"))
-    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    return "\n".join(code_cells(nb_path))
 
 
 def test_every_live_training_chapter_is_listed_and_seeds_from_book_seed():
@@ -110,31 +150,50 @@ def _run(nb: Path, env: dict, workdir: Path) -> dict:
     return result
 
 
+def test_the_rotation_covers_every_configuration_and_differs_from_the_build():
+    assert len(CONFIGS) == 15 and len({tuple(sorted(c.items())) for c in CONFIGS.values()}) == 15
+    assert {chosen("", n)[0] for n in range(100, 115)} == set(CONFIGS)  # any 15 consecutive commits
+    assert chosen("", 7) != chosen("", 8)
+    assert chosen("all") == list(CONFIGS) and chosen("seed2-2threads-other-cpu") == ["seed2-2threads-other-cpu"]
+    with pytest.raises(ValueError, match=CHOICE_ENV):
+        chosen("seed9")
+    assert all(c != {"TRANSFORMER_LITE_SEED": "0", "TRANSFORMER_LITE_THREADS": "1"} for c in CONFIGS.values())
+
+
 @pytest.mark.slow
 @pytest.mark.trains
-@pytest.mark.parametrize("config", list(CONFIGS))
-def test_live_training_chapters_hold_on_another_machine(config, tmp_path):
+@pytest.mark.parametrize("config", RUN)
+def test_live_training_chapters_hold_on_another_machine(config, tmp_path, capsys):
     env = CONFIGS[config]
     notebooks = [_prepared(name, tmp_path) for name in LIVE_TRAINING]
     # one-thread runs share the two cores; two-thread runs go one at a time
     workers = 2 if env["TRANSFORMER_LITE_THREADS"] == "1" else 1
     with ThreadPoolExecutor(workers) as pool:
         results = list(pool.map(lambda nb: _run(nb, env, tmp_path / nb.stem), notebooks))
-    for r in results:
-        print(f"[{config}] {r['notebook']:<36} {r['seconds']} s  {'ok' if r['ok'] else 'FAILED'}"
-              f"{' (second attempt, after a timeout)' if r.get('attempt') == 2 else ''}")
+    with capsys.disabled():
+        print(f"\nportability: configuration {config} ({env}); ${CHOICE_ENV}=all runs all {len(CONFIGS)}")
+        for r in results:
+            print(f"[{config}] {r['notebook']:<36} {r['seconds']} s  {'ok' if r['ok'] else 'FAILED'}"
+                  f"{' (second attempt, after a timeout)' if r.get('attempt') == 2 else ''}")
     failed = [f"{r['notebook']} cell {r['error']['cell']}: {r['error']['name']}: {r['error']['value'][:500]}\n"
               f"{(r['error'].get('source') or '')[-800:]}" for r in results if not r["ok"]]
     assert not failed, f"claims that do not survive {config} ({env}):\n" + "\n\n".join(failed)
 
 
+def _files_with_tests_that_train() -> list[str]:
+    """The test files that mark a test ``trains`` (collecting only these is what makes the subprocess quick)."""
+    return sorted(str(f) for f in (ROOT / "tests").glob("test_*.py")
+                  if f.name != Path(__file__).name and "pytest.mark.trains" in f.read_text(encoding="utf-8"))
+
+
 @pytest.mark.slow
 @pytest.mark.trains
-@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("config", RUN)
 def test_package_tests_that_train_hold_on_another_machine(config):
     env = {**os.environ, **CONFIGS[config]}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "trains and not slow",
-                           str(ROOT / "tests")], cwd=ROOT, env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "-m", "trains and not slow", *_files_with_tests_that_train()],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
     tail = proc.stdout[-4000:] + proc.stderr[-2000:]
     summary = re.search(r"(\d+) passed", proc.stdout)
     assert proc.returncode == 0, f"package tests that train failed under {config}:\n{tail}"

@@ -6,7 +6,9 @@ as a reader who downloaded it opens it (dark colour mode). On each page it runs 
 2.1, levels A and AA); axe-core comes from npm (package.json's devDependencies) and is injected by the
 test: it is not on the site.
 Builds the site first when _build/html is missing (`make test` builds it anyway). Screenshots of every
-page (HTTP run) go to _build/screenshots/. Skipped when Chromium, Playwright or axe-core is missing,
+page (HTTP run; the first screen, or the whole page with TL_FULL_SCREENSHOTS=1) go to _build/screenshots/.
+The two passes run on the two pytest-xdist workers at once (conftest.py puts the file:// tests in a group of
+their own). Skipped when Chromium, Playwright or axe-core is missing,
 except under CI=true, where that is a failure.
 """
 from __future__ import annotations
@@ -20,11 +22,16 @@ from urllib.parse import urljoin
 import pytest
 from chromium import need as _need
 
-pytestmark = pytest.mark.browser
+# one xdist worker runs this file and tests/test_site.py/test_translator_web.py: they share the served site,
+# the browser and the pages' reports (`make test` runs `pytest -n 2 --dist loadgroup`)
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("site")]
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = Path(os.environ.get("SITE_HTML", ROOT / "_build" / "html"))  # SITE_HTML: test another build
 SHOTS = ROOT / "_build" / "screenshots"
+# The first screen of every page, as the reader sees it on opening it. A whole chapter is ~33,000 px tall: its
+# full-page PNG takes 2.5 s and 6 MB, which is most of what a page's visit costs; TL_FULL_SCREENSHOTS=1 takes them.
+FULL_PAGE_SHOTS = os.environ.get("TL_FULL_SCREENSHOTS", "") == "1"
 
 # axe-core from npm (`npm ci` installs devDependencies too). WCAG 2.0 and 2.1, A and AA: 2.1 adds
 # "label in name" (2.5.3), which the theme's and myst-nb's buttons need (tools/sphinx_ext/tl_book.py).
@@ -82,7 +89,9 @@ async (pattern) => {
   out.lang = document.documentElement.lang;
   // what the reader sees in a frame (theme scripts may decorate the DOM, e.g. copy buttons on <pre>)
   const sig = f => f.textContent + [...f.querySelectorAll('img')].map(i => i.src).join('|');
-  const settle = () => new Promise(r => setTimeout(r, 150));
+  // the frames swap synchronously in the controls' event handlers (transformer_lite.book.interactive, bertviz's
+  // d3); two animation frames let the browser lay out what changed before it is read
+  const settle = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   const setTo = async (el, v) => {
     el.value = String(v);
     el.dispatchEvent(new Event('input', {bubbles: true}));
@@ -205,7 +214,7 @@ def _visit_all(browser, scheme: str, base: str) -> dict:
                 r["failed"].append(f"{icon} (HTTP {status}; the page's favicon)")
         if shots:
             page.evaluate("window.scrollTo(0, 0)")
-            page.screenshot(path=str(SHOTS / (page_path.replace("/", "__")[:-5] + ".png")), full_page=True)
+            page.screenshot(path=str(SHOTS / (page_path.replace("/", "__")[:-5] + ".png")), full_page=FULL_PAGE_SHOTS)
         ctx.close()
         results[page_path] = r
     return results

@@ -20,7 +20,9 @@ from test_site import AXE, AXE_TAGS, HTML, _need  # the fixtures browser, built 
 from transformer_lite.book.pretrained import tiny_translator
 from transformer_lite.book.translate import DOWNLOAD_MB, translation_details
 
-pytestmark = pytest.mark.browser
+# one xdist worker runs this file and tests/test_site.py/test_translator_web.py: they share the served site,
+# the browser and the pages' reports (`make test` runs `pytest -n 2 --dist loadgroup`)
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("site")]
 
 CAPSTONE = "notebooks/13_capstone_translator.html"
 INFERENCE = "notebooks/12_inference.html"
