@@ -105,17 +105,18 @@ def input_dependence(model, src):
 
 @pytest.mark.trains
 def test_deep_post_ln_without_warmup_collapses_pre_ln_does_not():
-    # Measured after 80 steps, seeds 0-7 (native) and 0-3 (other CPU code paths): Post-LN's mean loss of
-    # the last 20 steps 2.49-2.51 with input dependence 0.000; Pre-LN's 1.64-1.96 with input dependence 0.56-0.86.
+    # Measured after 80 steps, seeds 0-7, native, other CPU code path and 2 threads: Post-LN's mean loss of
+    # the last 20 steps 2.48-2.51 with input dependence 0.000-0.051 (seed 1, natively on one x86 CPU); Pre-LN's
+    # 1.64-1.96 with input dependence 0.55-0.86.
     seed = book_seed()
     post, post_losses, src = train(norm_first=False, seed=seed)
     pre, pre_losses, _ = train(norm_first=True, seed=seed)
     uniform = math.log(12)
     post_final, pre_final = sum(post_losses[-20:]) / 20, sum(pre_losses[-20:]) / 20
     assert abs(post_final - uniform) < 0.1, post_final                 # Post-LN: stuck at the uniform guess ...
-    assert input_dependence(post, src) < 0.01                          # ... the same prediction for every input
+    assert input_dependence(post, src) < 0.2                           # ... nearly the same prediction for every input
     assert pre_final < uniform - 0.3 and pre_final < post_final - 0.3, pre_final   # Pre-LN: learning
-    assert input_dependence(pre, src) > 0.1
+    assert input_dependence(pre, src) > 0.4
 
 
 def test_adam_first_step_is_lr_times_sign_of_gradient():
