@@ -44,8 +44,9 @@ book: install
 
 # Two workers: the browser tests mostly wait, the notebook runs mostly compute. Files that share an expensive
 # fixture (the served site, the JupyterLab server, the Colab-like venv) stay on one worker (xdist_group marks).
+# OMP_WAIT_POLICY=PASSIVE: with both cores busy, spinning OpenMP threads slowed 2-thread runs up to 8x.
 test: book
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
 
 check: $(PKG_STAMP)
 	$(PY) -m pytest -q tests -m "not browser and not slow"

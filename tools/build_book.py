@@ -300,6 +300,8 @@ def build_env(ipython_dir: Path = ROOT / "_build" / ".ipython") -> dict:
     shutil.copy2(ROOT / "tools" / "kernel_startup.py", startup / "00-transformer-lite-static.py")
     env["IPYTHONDIR"] = str(ipython_dir)
     env["PYTHONHASHSEED"] = "0"
+    # two chapters run at once on two cores: idle OpenMP threads sleep instead of spinning (no result changes)
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     # where each kernel imported transformer_lite from (tools/kernel_startup.py; checked by installed_package_used)
     env["TRANSFORMER_LITE_IMPORT_LOG"] = str(ipython_dir.parent / ".kernel-imports")
     venv_bin = str(Path(sys.executable).parent)
