@@ -410,3 +410,21 @@ def test_the_chinese_edition_opens_the_chinese_notebooks():
         assert f"/notebooks/{stem}.ipynb" in english and f"/notebooks/zh/{stem}.ipynb" not in english
         download = HTML / "zh" / "_sources" / "notebooks" / f"{stem}.ipynb"
         assert download.read_bytes() == (ROOT / "notebooks" / "zh" / f"{stem}.ipynb").read_bytes(), name
+
+
+def test_every_page_names_the_licences_in_its_own_language():
+    """The footer of every theme page, in both editions: text and figures CC BY-SA 4.0, code MIT, and the data's licence."""
+    en, zh = _editions()
+    if not en:
+        pytest.skip("site not built")
+    bad = []
+    for name in en + zh:
+        text = (HTML / name).read_text(encoding="utf-8")
+        if "<body" not in text:
+            continue  # the root redirect
+        footer = text[text.find("bd-footer-content"):]  # the theme's content footer, where extra_footer goes
+        words = ("文字和图", "代码：MIT", "hsk-sentences-audio") if name.startswith("zh/") else \
+                ("Text and figures", "code: MIT", "hsk-sentences-audio")
+        if 'href="https://creativecommons.org/licenses/by-sa/4.0/"' not in footer or not all(w in footer for w in words):
+            bad.append(name)
+    assert not bad, f"pages whose footer does not name the licences: {bad[:5]}"

@@ -37,6 +37,10 @@ ROLE = re.compile(r"\{[a-z:]+\}`[^`]*`")
 TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 HAN = re.compile(r"[\u3400-\u9fff]")
 SEARCH_BAR_TEXT = "搜索本书……"  # Jupyter Book's "Search this book..." (a theme option, not a message)
+# _config.yml's html.extra_footer in Chinese (a theme option, not a message): the licences, as in English
+FOOTER = ('文字和图：<a href="https://creativecommons.org/licenses/by-sa/4.0/">CC BY-SA 4.0</a>；'
+          '代码：MIT（见仓库中的 LICENSE）；HSK 句子：hsk-sentences-audio 1.0.0，CC BY-SA 4.0。'
+          '本站由仓库中的笔记本生成；站上的一切都由本站自己提供。')
 
 
 PATHS = ("bibtex_bibfiles", "html_extra_path", "html_favicon", "html_logo", "html_static_path")
@@ -176,7 +180,7 @@ def build_edition(out: Path, doctrees: Path, cache: Path, env: dict, strict: boo
         conf = sphinx_conf(Path(tmp), language=LANGUAGE, locale_dirs=[str(LOCALES)], gettext_compact=False,
                            html_title=translated(title), nb_execution_mode="cache",
                            nb_execution_cache_path=str(cache),
-                           html_theme_options={"search_bar_text": SEARCH_BAR_TEXT})
+                           html_theme_options={"search_bar_text": SEARCH_BAR_TEXT, "extra_footer": FOOTER})
         cmd = [str(Path(sys.executable).parent / "sphinx-build"), "-b", "html", "-n", "--keep-going", "-c", str(conf),
                "-d", str(doctrees), str(ROOT), str(out)] + (["-W"] if strict else [])
         env = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tools" / "sphinx_ext"),
