@@ -13,7 +13,11 @@ from transformer_lite.training import paper_adam
 
 
 def test_the_two_models_have_about_the_same_number_of_parameters():
+    state = torch.get_rng_state()
     models = matched_models()
+    assert torch.equal(torch.get_rng_state(), state)  # seeded inside, the caller's generator untouched
+    again = matched_models()
+    assert all(torch.equal(a, b) for a, b in zip(models["gru"].parameters(), again["gru"].parameters()))
     assert isinstance(models["transformer"], Transformer) and isinstance(models["gru"], GRUTranslator)
     n_t, n_g = count_parameters(models["transformer"]), count_parameters(models["gru"])
     assert abs(n_g - n_t) <= 0.10 * n_t, (n_t, n_g)

@@ -95,11 +95,13 @@ def matched_models(vocab_size: int = VOCAB, seed: int = 0) -> dict[str, torch.nn
     """``{"transformer": ..., "gru": ...}``: the small Transformer and a GRU of about as many parameters."""
     check_positive_int("vocab_size", vocab_size, minimum=5)
     check_int("seed", seed)
-    torch.manual_seed(seed)
-    transformer = Transformer(TransformerConfig(vocab_size, vocab_size, **TRANSFORMER))
-    hidden = gru_hidden_for(count_parameters(transformer), vocab_size)
-    torch.manual_seed(seed)
-    return {"transformer": transformer, "gru": _gru(hidden, vocab_size)}
+    with torch.random.fork_rng(devices=[]):  # seeds its own initialisation; the caller's RNG is left alone
+        torch.manual_seed(seed)
+        transformer = Transformer(TransformerConfig(vocab_size, vocab_size, **TRANSFORMER))
+        hidden = gru_hidden_for(count_parameters(transformer), vocab_size)
+        torch.manual_seed(seed)
+        gru = _gru(hidden, vocab_size)
+    return {"transformer": transformer, "gru": gru}
 
 
 def _sync(device: torch.device) -> None:
