@@ -157,3 +157,12 @@ def test_the_transformer_seed_0_is_the_shipped_model(baselines):
     row = next(r for r in baselines["transformer"]["runs"] if r["seed"] == 0)
     recorded = rt.shipped_report()["scores"]
     assert row["bleu"] == recorded["bleu"] and row["chrf"] == recorded["chrf"]
+
+
+def test_the_data_size_curve_records_every_planned_size(baselines):
+    curve = baselines["data_size_curve"]
+    ran = [r["n_train"] for r in curve["runs"]]
+    assert sorted(ran + [m["n_train"] for m in curve["not_run"]]) == [400, 800, 1600, 3415]
+    assert ran == sorted(ran) and ran[-1] == 3415
+    for r in curve["runs"]:
+        assert r["kind"] == "transformer" and r["seed"] == 0 and r["steps"] == rt.REAL_RECIPE.steps
