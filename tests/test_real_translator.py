@@ -1,0 +1,168 @@
+"""The translator trained on real HSK sentences: the shipped files, the scores they record, the baselines."""
+import dataclasses
+import hashlib
+
+import pytest
+import torch
+
+from transformer_lite.book import real_data
+from transformer_lite.book import real_translator as rt
+from transformer_lite.book.runtime import book_seed
+
+LIMIT = 5 * 1024 * 1024  # bytes: what the package may ship per model
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return rt.real_translator()
+
+
+# ---------------------------------------------------------------- the shipped model
+
+def test_shipped_files_are_small_and_match_their_sha256(shipped):
+    _, _, report = shipped
+    assert rt.SHIPPED_WEIGHTS.stat().st_size < LIMIT and rt.SHIPPED_REPORT.stat().st_size < LIMIT
+    assert report["weights_bytes"] == rt.SHIPPED_WEIGHTS.stat().st_size
+    assert hashlib.sha256(rt.SHIPPED_WEIGHTS.read_bytes()).hexdigest() == report["weights_sha256"]
+
+
+def test_shipped_model_is_the_recipe(shipped):
+    model, data, report = shipped
+    assert report["recipe"] == dataclasses.asdict(rt.REAL_RECIPE)
+    assert model.config.tie_embeddings and not model.config.norm_first  # Post-LN, tied output layer
+    assert model.config.src_vocab_size == len(data.src_vocab) == 1703
+    assert model.config.tgt_vocab_size == len(data.tgt_vocab) == 1337
+    assert report["parameters"] == sum(p.numel() for p in model.parameters())
+    assert 4 * report["parameters"] < LIMIT  # float32
+
+
+def test_recorded_scores_are_what_the_shipped_model_scores(shipped):
+    model, data, report = shipped
+    measured = rt.evaluate(model, data)
+    recorded = report["scores"]
+    for key in ("bleu", "chrf", "exact_match"):
+        assert measured[key] == pytest.approx(recorded[key], abs=1e-9)
+    for group in ("by_level", "by_length"):
+        assert measured[group].keys() == recorded[group].keys()
+        for name, row in measured[group].items():
+            assert row["n"] == recorded[group][name]["n"]
+            assert row["bleu"] == pytest.approx(recorded[group][name]["bleu"], abs=1e-9)
+            assert row["chrf"] == pytest.approx(recorded[group][name]["chrf"], abs=1e-9)
+    assert measured["failures"] == recorded["failures"]
+    assert measured["failure_counts"] == recorded["failure_counts"]
+    assert sum(r["n"] for r in measured["by_level"].values()) == measured["n"] == len(data.test_pairs) == 425
+    assert sum(r["n"] for r in measured["by_length"].values()) == 425
+
+
+def test_the_shipped_model_translates_better_than_nothing(shipped):
+    _, _, report = shipped
+    assert report["scores"]["chrf"] > 10 and report["scores"]["bleu"] > 1  # an empty output scores 0
+
+
+def test_report_names_the_data_and_its_licence(shipped):
+    _, _, report = shipped
+    assert report["data"]["name"] == "hsk-sentences-audio" and report["data"]["version"] == "1.0.0"
+    assert report["data"]["license"] == report["weights_license"] == "CC-BY-SA-4.0"
+    assert "derived from CC BY-SA" in report["data"]["note"]
+
+
+def test_failures_are_labelled_by_what_can_be_seen():
+    src_vocab = rt.data_for().src_vocab
+    assert "unknown source word" in rt._failure_kinds("the zyzzyva", src_vocab, list("我"), list("我"))
+    assert rt._failure_kinds("i", src_vocab, list("我"), list("我是中国人")) == ["omission"]
+    assert "repetition" in rt._failure_kinds("i", src_vocab, list("我我我"), list("我是人"))
+    assert "too long" in rt._failure_kinds("i", src_vocab, list("我是中国人你是中国人"), list("我是"))
+
+
+def test_a_tampered_weights_file_is_refused(monkeypatch, tmp_path):
+    copy = tmp_path / "real_translator.pt"
+    copy.write_bytes(rt.SHIPPED_WEIGHTS.read_bytes() + b"x")
+    monkeypatch.setattr(rt, "SHIPPED_WEIGHTS", copy)
+    with pytest.raises(RuntimeError, match="sha256"):
+        rt.real_translator()
+
+
+# ---------------------------------------------------------------- training
+
+TINY = dataclasses.replace(rt.REAL_RECIPE, held_out="dev", steps=60, warmup_steps=20, batch_size=32,
+                           model=rt.REAL_RECIPE.model.replace(d_model=32, dim_feedforward=64, num_encoder_layers=1,
+                                                              num_decoder_layers=1))
+
+
+@pytest.mark.trains
+def test_the_recipe_lowers_the_loss():
+    _, _, report = rt.train_real_translator(TINY, seed=book_seed(), progress=False)
+    loss = report["loss"]
+    assert loss["last50"] < loss["first"] - 1.0  # ln(1337) ~ 7.2 at the start; measured ~2 lower after 60 steps
+    assert report["steps"] == 60 and report["threads"] == 1
+    assert report["scores"]["n"] == 425  # the dev split
+
+
+def test_subset_keeps_vocabularies_and_test_split():
+    data = rt.data_for()
+    small = rt.subset(data, 400)
+    assert len(small.train_pairs) == small.train_src.shape[0] == 400
+    assert small.src_vocab is data.src_vocab and small.test_pairs == data.test_pairs
+    assert set(small.train_pairs) <= set(data.train_pairs)
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: rt.train_real_translator(recipe={"steps": 3}), TypeError, "recipe"),
+    (lambda: rt.train_real_translator(TINY, seed="0"), TypeError, "seed"),
+    (lambda: rt.train_real_translator(TINY, threads=0), ValueError, "threads"),
+    (lambda: rt.new_model("lstm", rt.data_for()), ValueError, "kind"),
+    (lambda: rt.new_model(3, rt.data_for()), TypeError, "kind"),
+    (lambda: rt.evaluate(torch.nn.Linear(2, 2), "data"), TypeError, "data"),
+    (lambda: rt.evaluate("model", rt.data_for()), TypeError, "model"),
+    (lambda: rt.evaluate(torch.nn.Linear(2, 2), rt.data_for(), held_out="train"), ValueError, "held_out"),
+    (lambda: rt.evaluate(torch.nn.Linear(2, 2), rt.data_for(), held_out="dev"), ValueError, "data"),
+    (lambda: rt.subset(rt.data_for(), 10_000), ValueError, "n_train"),
+    (lambda: rt.subset(rt.data_for(), 0), ValueError, "n_train"),
+    (lambda: rt.measure_baselines(seeds=()), TypeError, "seeds"),
+])
+def test_bad_input(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
+
+
+# ---------------------------------------------------------------- the baselines
+
+@pytest.fixture(scope="module")
+def baselines():
+    return rt.baseline_results()
+
+
+def test_baselines_use_the_same_split_and_recipe(baselines):
+    assert baselines["held_out"] == "test"
+    assert baselines["recipe"] == dataclasses.asdict(rt.REAL_RECIPE)
+    assert 0 <= baselines["dictionary"]["bleu"] <= 100 and 0 <= baselines["dictionary"]["chrf"] <= 100
+
+
+@pytest.mark.parametrize("kind", rt.KINDS)
+def test_each_neural_model_has_three_seeds_and_a_consistent_summary(baselines, kind):
+    rows = baselines[kind]["runs"]
+    not_run = [m["seed"] for m in baselines["not_run"] if m["kind"] == kind]  # recorded with the reason
+    assert sorted(r["seed"] for r in rows) == sorted(set([0, 1, 2]) - set(not_run))
+    assert len(rows) >= 2 and all(m["reason"] for m in baselines["not_run"])
+    for r in rows:
+        assert r["kind"] == kind and r["steps"] == rt.REAL_RECIPE.steps and r["train_seconds"] > 0
+    for key in ("bleu", "chrf", "train_seconds"):
+        values = [r[key] for r in rows]
+        summary = baselines[kind][key]
+        assert summary["mean"] == pytest.approx(sum(values) / len(values), abs=1e-9)
+        assert summary["min"] == min(values) and summary["max"] == max(values)
+
+
+def test_the_transformer_seed_0_is_the_shipped_model(baselines):
+    row = next(r for r in baselines["transformer"]["runs"] if r["seed"] == 0)
+    recorded = rt.shipped_report()["scores"]
+    assert row["bleu"] == recorded["bleu"] and row["chrf"] == recorded["chrf"]
+
+
+def test_the_data_size_curve_records_every_planned_size(baselines):
+    curve = baselines["data_size_curve"]
+    ran = [r["n_train"] for r in curve["runs"]]
+    assert sorted(ran + [m["n_train"] for m in curve["not_run"]]) == [400, 800, 1600, 3415]
+    assert ran == sorted(ran) and ran[-1] == 3415
+    for r in curve["runs"]:
+        assert r["kind"] == "transformer" and r["seed"] == 0 and r["steps"] == rt.REAL_RECIPE.steps
