@@ -22,6 +22,10 @@ import i18n  # noqa: E402
 GLOSSARY = ROOT / "book" / "glossary.md"
 
 
+# one xdist worker runs this file: the extraction below (about 20 s) is made once, not once per worker
+pytestmark = pytest.mark.xdist_group("i18n")
+
+
 @pytest.fixture(scope="module")
 def pot(tmp_path_factory):
     return i18n.extract(tmp_path_factory.mktemp("gettext"))

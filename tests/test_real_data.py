@@ -21,6 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
+# one xdist worker runs this file: the loader's and the tokenization report's caches (about 20 s) fill once
+pytestmark = pytest.mark.xdist_group("real_data")
+
+
 @pytest.fixture(scope="module")
 def loaded():
     return rd.load_pairs()
