@@ -29,7 +29,6 @@ is ~90 s for the Transformer and ~66 s for the GRU.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import io
 import json
 import os
@@ -44,12 +43,13 @@ import torch
 
 from .._checks import check_instance, check_int, check_positive_int
 from ..baselines import DictionaryTranslator, GRUTranslator, transformer_without_positions
-from ..data import BOS, EOS, UNK, TranslationData
+from ..data import BOS, EOS, TranslationData
 from ..decoding import greedy_decode
 from ..metrics import characters, corpus_bleu, corpus_chrf
 from ..model import Transformer, TransformerConfig, count_parameters
 from ..training import paper_adam, train, warmup_scheduler
 from . import real_data
+from .pretrained import _load, _processor, _sha256  # one loader and one checksum for both shipped models
 from .runtime import num_threads
 
 _FORMAT = "1"  # bump when what the shipped files hold changes
@@ -278,20 +278,6 @@ def evaluate(model, data: TranslationData, held_out: str = "test", examples: int
 
 # -- the shipped model ------------------------------------------------------------------------------------
 
-def _processor() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def write_shipped_real_translator(progress: bool = True, threads: int | None = 1) -> dict:
     """Train with :data:`REAL_RECIPE` and write ``assets/real_translator.pt`` and ``.json``; returns the report."""
     model, data, report = train_real_translator(REAL_RECIPE, progress=progress, threads=threads)
@@ -336,9 +322,7 @@ def real_translator():
     if saved["src_vocab"] != data.src_vocab.itos or saved["tgt_vocab"] != data.tgt_vocab.itos:
         raise RuntimeError("the shipped real translator's vocabularies differ from the data's; "
                            "is hsk-sentences-audio another version than " + real_data.DATASET_VERSION + "?")
-    model = Transformer(TransformerConfig(**saved["config"]))
-    model.load_state_dict(saved["state_dict"])
-    return model.eval(), data, dict(report, source="shipped")
+    return _load(saved=saved), data, dict(report, source="shipped")
 
 
 # -- baselines on the same split ----------------------------------------------------------------------------
