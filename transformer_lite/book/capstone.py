@@ -72,9 +72,13 @@ def fit_dictionary(pairs, reorder: bool) -> tuple[DictionaryTranslator, float]:
     return DictionaryTranslator(pairs, best, reorder), best
 
 
-def new_model(kind: str, data: TranslationData, seed: int = RECIPE.seed) -> torch.nn.Module:
-    """An untrained model of ``kind`` ("transformer", "no_positions", "gru") for ``data``'s vocabularies."""
-    config = RECIPE.model.replace(src_vocab_size=len(data.src_vocab), tgt_vocab_size=len(data.tgt_vocab))
+def new_model(kind: str, data: TranslationData, seed: int = RECIPE.seed, config=None, gru: dict | None = None) -> torch.nn.Module:
+    """An untrained model of ``kind`` ("transformer", "no_positions", "gru") for ``data``'s vocabularies.
+
+    ``config`` (a TransformerConfig; default: the grammar recipe's) and ``gru`` (GRUTranslator's sizes; default
+    :data:`GRU`) let the real-sentence translator (:mod:`.real_translator`) build its models here too."""
+    config = (RECIPE.model if config is None else config).replace(src_vocab_size=len(data.src_vocab),
+                                                                   tgt_vocab_size=len(data.tgt_vocab))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         if kind == "transformer":
@@ -82,7 +86,8 @@ def new_model(kind: str, data: TranslationData, seed: int = RECIPE.seed) -> torc
         if kind == "no_positions":
             return transformer_without_positions(config)
         if kind == "gru":
-            return GRUTranslator(len(data.src_vocab), len(data.tgt_vocab), max_len=config.max_len, **GRU)
+            return GRUTranslator(len(data.src_vocab), len(data.tgt_vocab), max_len=config.max_len,
+                                 **(GRU if gru is None else gru))
     raise ValueError(f"kind must be 'transformer', 'no_positions' or 'gru', got {kind!r}")
 
 

@@ -42,13 +42,13 @@ from pathlib import Path
 import torch
 
 from .._checks import check_instance, check_int, check_positive_int
-from ..baselines import DictionaryTranslator, GRUTranslator, transformer_without_positions
+from ..baselines import DictionaryTranslator
 from ..data import BOS, EOS, TranslationData
 from ..decoding import greedy_decode
 from ..metrics import characters, corpus_bleu, corpus_chrf
-from ..model import Transformer, TransformerConfig, count_parameters
+from ..model import TransformerConfig, count_parameters
 from ..training import paper_adam, train, warmup_scheduler
-from . import real_data
+from . import capstone, real_data
 from .pretrained import _load, _processor, _sha256  # one loader and one checksum for both shipped models
 from .runtime import num_threads
 
@@ -112,14 +112,7 @@ def new_model(kind: str, data: TranslationData, recipe: RealRecipe | None = None
         raise TypeError(f"kind must be a str, one of {KINDS}, got {type(kind).__name__}")
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    config = recipe.model.replace(src_vocab_size=len(data.src_vocab), tgt_vocab_size=len(data.tgt_vocab))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        if kind == "transformer":
-            return Transformer(config)
-        if kind == "no_positions":
-            return transformer_without_positions(config)
-        return GRUTranslator(len(data.src_vocab), len(data.tgt_vocab), max_len=config.max_len, **GRU_SIZE)
+    return capstone.new_model(kind, data, seed=seed, config=recipe.model, gru=GRU_SIZE)  # the grammar lab's builder
 
 
 def train_model(kind: str, data: TranslationData, recipe: RealRecipe | None = None, seed: int | None = None,
