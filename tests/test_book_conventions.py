@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 MAX_VISIBLE_LINES = 25
 HIDDEN_TAGS = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
-CHECK_LINE = re.compile(r"^check\.exercise_([0-9]+|[A-Z])_([0-9]+)\(.*\)$")
+CHECK_LINE = re.compile(r"^check\.exercise_([0-9]+[a-z]?|[A-Z])_([0-9]+)\(.*\)$")
 
 
 def _cells(path):
@@ -39,7 +39,11 @@ def _tags(cell) -> set:
 
 def _chapter(path) -> str:
     stem = path.stem
-    return stem.split("_")[1].upper() if stem.startswith("appendix") else str(int(stem[:2]))
+    # "05_add_norm_ffn" -> "5", "13b_real_sentences" -> "13b", "appendix_a_vision" -> "A"
+    if stem.startswith("appendix"):
+        return stem.split("_")[1].upper()
+    number = stem.split("_")[0]
+    return str(int(number[:2])) + number[2:]
 
 
 def _code_lines(src: str) -> list[str]:
@@ -94,7 +98,7 @@ def test_every_check_is_used_and_every_used_check_exists():
     used = set()
     for path in NOTEBOOKS:
         for cell in _cells(path):
-            used |= {f"{a}.{b}" for a, b in re.findall(r"check\.exercise_([0-9]+|[A-Z])_([0-9]+)\(", _src(cell))}
+            used |= {f"{a}.{b}" for a, b in re.findall(r"check\.exercise_([0-9]+[a-z]?|[A-Z])_([0-9]+)\(", _src(cell))}
     registered = set(check.registry())
     assert used == registered, f"used but not registered: {sorted(used - registered)}; " \
                                f"registered but unused: {sorted(registered - used)}"

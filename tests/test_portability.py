@@ -83,9 +83,10 @@ RUN = chosen()
 
 # The chapters that train a model live. test_every_live_training_chapter_is_listed keeps this complete.
 LIVE_TRAINING = ["04_multi_head_attention", "07_pre_ln_vs_post_ln", "11_training", "13_capstone_translator",
-                 "14_bert_and_gpt", "appendix_a_vision", "appendix_c_pitfalls"]
-# Chapter 13 trains only when the reader asks; here it must.
-SWITCHES = {"13_capstone_translator": ("TRAIN_NOW = False", "TRAIN_NOW = True")}
+                 "13b_real_sentences", "14_bert_and_gpt", "appendix_a_vision", "appendix_c_pitfalls"]
+# Chapters 13 and 13b train only when the reader asks; here they must.
+SWITCHES = {"13_capstone_translator": ("TRAIN_NOW = False", "TRAIN_NOW = True"),
+            "13b_real_sentences": ("TRAIN_NOW = False", "TRAIN_NOW = True")}
 
 # Chapters that take an optimiser step without training a model whose behaviour they then claim.
 NOT_TRAINING = {"10_decoder": "one Adam step, to check that tied weights stay one matrix (exact for any rounding)"}

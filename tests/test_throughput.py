@@ -45,6 +45,10 @@ def test_throughput_table_reports_both_models_and_their_ratio():
         assert len(table[kind]) == 2 and all(math.isfinite(x) and x > 0 for x in table[kind])
     assert table["ratio"] == pytest.approx([t / g for t, g in zip(table["transformer"], table["gru"])])
     assert table["parameters"]["gru"] == count_parameters(_gru(table["gru_hidden"], VOCAB))
+    assert table["clock"] == "wall"
+    with num_threads(1):
+        by_cpu = throughput_table(lengths=(4,), batch_size=2, steps=1, seed=book_seed(), clock="cpu")
+    assert by_cpu["clock"] == "cpu" and all(math.isfinite(x) and x > 0 for x in by_cpu["gru"] + by_cpu["transformer"])
 
 
 @pytest.mark.parametrize("kwargs, exc, words", [
@@ -60,9 +64,12 @@ def test_throughput_table_reports_both_models_and_their_ratio():
     (dict(device=3), TypeError, ["device", "str or torch.device", "int"]),
     (dict(device="gpu0"), ValueError, ["device", "torch device", "gpu0"]),
     (dict(seed=True), TypeError, ["seed", "int", "bool"]),
+    (dict(clock=1), TypeError, ["clock", "'wall' or 'cpu'", "int"]),
+    (dict(clock="gpu"), ValueError, ["clock", "'wall' or 'cpu'", "gpu"]),
+    (dict(clock="cpu", device="meta"), ValueError, ["clock", "CPU", "meta"]),
 ])
 def test_bad_arguments_raise_naming_the_argument(kwargs, exc, words):
-    args = dict(kind="gru", lengths=(4,), batch_size=2, steps=1, device="cpu", seed=0) | kwargs
+    args = dict(kind="gru", lengths=(4,), batch_size=2, steps=1, device="cpu", seed=0, clock="wall") | kwargs
     with pytest.raises(exc) as info:
         training_throughput(**args)
     for w in words:

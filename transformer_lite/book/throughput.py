@@ -109,10 +109,28 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _step_seconds(model, optimizer, src, tgt, device) -> float:
-    """One full training step -- forward, label-smoothed loss, backward, Adam -- in seconds (wall clock)."""
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+
+
+def _check_clock(clock, device: torch.device) -> str:
+    if not isinstance(clock, str):
+        raise TypeError(f"clock must be a str, 'wall' or 'cpu', got {type(clock).__name__}")
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
+    if clock == "cpu" and device.type != "cpu":
+        raise ValueError(f"clock='cpu' times the calling thread's CPU work, so the device must be the CPU, got {device}")
+    return clock
+
+
+def _step_seconds(model, optimizer, src, tgt, device, clock: str = "wall") -> float:
+    """One full training step -- forward, label-smoothed loss, backward, Adam -- in seconds.
+
+    ``clock="wall"``: wall-clock time. ``clock="cpu"``: the calling thread's CPU time, which other programs on a
+    busy machine barely change; it counts all the work only when torch uses one thread (``num_threads(1)``).
+    """
+    now = CLOCKS[clock]
     _sync(device)
-    start = time.perf_counter()
+    start = now()
     decoder_input, labels = teacher_forcing(tgt)  # (B, L), (B, L)
     logits = model(src, decoder_input)  # (B, L, V)
     loss = label_smoothed_cross_entropy(logits, labels, SMOOTHING, ignore_index=model.pad_id)
@@ -120,17 +138,17 @@ def _step_seconds(model, optimizer, src, tgt, device) -> float:
     loss.backward()
     optimizer.step()
     _sync(device)
-    return time.perf_counter() - start
+    return now() - start
 
 
 def training_throughput(kind: str, lengths: Sequence[int] = (8, 16, 32, 64, 128), batch_size: int = 16,
-                        steps: int = 3, device="cpu", seed: int = 0) -> dict[int, float]:
+                        steps: int = 3, device="cpu", seed: int = 0, clock: str = "wall") -> dict[int, float]:
     """Target tokens per second of training ``kind`` ("transformer" or "gru") at each sequence length.
 
     For each length L: random source (B, L) and target sequences (B, L + 1: the decoder reads L tokens
     and predicts L), one warm-up step, then ``steps`` timed steps; the result is B * L divided by the
     median step time. The model is :func:`matched_models`' (fresh for every length, in training mode,
-    Adam with the paper's betas), on ``device``. Returns ``{L: tokens per second}``.
+    Adam with the paper's betas), on ``device``. ``clock``: see :func:`_step_seconds`. Returns ``{L: tokens per second}``.
     """
     _check_kind(kind)
     lengths = _check_lengths(lengths)
@@ -138,6 +156,7 @@ def training_throughput(kind: str, lengths: Sequence[int] = (8, 16, 32, 64, 128)
     check_positive_int("steps", steps)
     device = _device(device)
     check_int("seed", seed)
+    _check_clock(clock, device)
     out = {}
     g = torch.Generator().manual_seed(seed)
     for L in lengths:
@@ -145,34 +164,36 @@ def training_throughput(kind: str, lengths: Sequence[int] = (8, 16, 32, 64, 128)
         optimizer = paper_adam(model.parameters(), lr=1e-3)
         src = torch.randint(4, VOCAB, (batch_size, L), generator=g).to(device)  # (B, L)
         tgt = torch.randint(4, VOCAB, (batch_size, L + 1), generator=g).to(device)  # (B, L + 1)
-        _step_seconds(model, optimizer, src, tgt, device)  # warm-up: allocations, first-call dispatch
-        seconds = statistics.median(_step_seconds(model, optimizer, src, tgt, device) for _ in range(steps))
+        _step_seconds(model, optimizer, src, tgt, device, clock)  # warm-up: allocations, first-call dispatch
+        seconds = statistics.median(_step_seconds(model, optimizer, src, tgt, device, clock) for _ in range(steps))
         out[L] = batch_size * L / seconds
     return out
 
 
 def throughput_table(lengths: Sequence[int] = (8, 16, 32, 64, 128), batch_size: int = 16, steps: int = 3,
-                     device="cpu", seed: int = 0) -> dict:
+                     device="cpu", seed: int = 0, clock: str = "wall") -> dict:
     """Both models at each length, measured in turn (so a busy moment hits both), and their ratio.
 
     Returns ``{"lengths": [...], "transformer": [tokens/s, ...], "gru": [...], "ratio": [Transformer / GRU, ...],
     "parameters": {"transformer": n, "gru": n}, "gru_hidden": h, "threads": torch.get_num_threads(),
-    "device": str}``.
+    "device": str, "clock": clock}``.
     """
     lengths = _check_lengths(lengths)
     check_positive_int("batch_size", batch_size)
     check_positive_int("steps", steps)
     device = _device(device)
     check_int("seed", seed)
+    _check_clock(clock, device)
     models = matched_models(VOCAB, seed)
     rows = {kind: [] for kind in KINDS}
     for L in lengths:
         for kind in KINDS:
-            rows[kind].append(training_throughput(kind, (L,), batch_size, steps, device, seed)[L])
+            rows[kind].append(training_throughput(kind, (L,), batch_size, steps, device, seed, clock)[L])
     return {"lengths": list(lengths), **rows,
             "ratio": [t / g for t, g in zip(rows["transformer"], rows["gru"])],
             "parameters": {k: count_parameters(m) for k, m in models.items()},
-            "gru_hidden": models["gru"].hidden, "threads": torch.get_num_threads(), "device": str(device)}
+            "gru_hidden": models["gru"].hidden, "threads": torch.get_num_threads(), "device": str(device),
+            "clock": clock}
 
 
 def critical_path(kind: str, length: int, batch_size: int = 2, seed: int = 0) -> int:

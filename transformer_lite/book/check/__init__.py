@@ -12,7 +12,7 @@ A check does not raise on a wrong answer (the reader fixes it and runs the cell 
 ``TRANSFORMER_LITE_STRICT_EXERCISES=1``: then a wrong answer raises :class:`ExerciseError`, so the
 solution cell, which calls the same check, proves that every check accepts a right answer.
 
-The checks of chapter N live in ``chNN.py`` (appendix A in ``appendix_a.py``), registered with
+The checks of chapter N live in ``chNN.py`` (chapter 13b in ``ch13b.py``, appendix A in ``appendix_a.py``), registered with
 :func:`exercise`; ``check.exercise_N_M`` imports the chapter's module on first use. Each check
 registers wrong answers it must reject (``tests/test_book_conventions.py`` runs them).
 """
@@ -22,13 +22,14 @@ import functools
 import html
 import importlib
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = ["Verdict", "ExerciseError", "Wrong", "exercise", "registry", "STRICT_ENV"]
 
 STRICT_ENV = "TRANSFORMER_LITE_STRICT_EXERCISES"
-MODULES = [f"ch{n:02d}" for n in range(15)] + ["appendix_a", "appendix_c"]
+MODULES = [f"ch{n:02d}" for n in range(15)] + ["ch13b", "appendix_a", "appendix_c"]
 
 _REGISTRY: dict[str, "Exercise"] = {}
 
@@ -135,10 +136,12 @@ def registry() -> dict[str, Exercise]:
 
 
 def __getattr__(name: str):
-    # check.exercise_5_2 -> ch05.exercise_5_2 ; check.exercise_A_1 -> appendix_a.exercise_A_1
+    # check.exercise_5_2 -> ch05.exercise_5_2 ; check.exercise_13b_1 -> ch13b.exercise_13b_1 ;
+    # check.exercise_A_1 -> appendix_a.exercise_A_1
     parts = name.split("_")
     if len(parts) == 3 and parts[0] == "exercise":
-        module = f"ch{int(parts[1]):02d}" if parts[1].isdigit() else f"appendix_{parts[1].lower()}"
+        chapter = re.fullmatch(r"([0-9]+)([a-z]?)", parts[1])
+        module = (f"ch{int(chapter[1]):02d}{chapter[2]}" if chapter else f"appendix_{parts[1].lower()}")
         try:
             mod = importlib.import_module(f"{__name__}.{module}")
         except ModuleNotFoundError:

@@ -1,0 +1,120 @@
+"""Checks of chapter 13b's exercises (the translator of real sentences).
+
+Every check about the model uses the SHIPPED real translator and the fixed split: the same weights and
+sentences on every machine, so the answers can be checked exactly. The checks compute what they compare
+with themselves; they never read the notebook's variables.
+"""
+from __future__ import annotations
+
+import functools
+
+from transformer_lite.data import UNK
+
+from . import NotAnswered, Wrong, call, exercise, number
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped():
+    from transformer_lite.book.real_translator import real_translator
+
+    model, data, _ = real_translator()
+    return model, data
+
+
+def _unknown_share(count_specials: bool = False, per_sentence: bool = False, raw_split: bool = False) -> float:
+    from transformer_lite.book import real_data
+
+    _, data = _shipped()
+    rows = []
+    for en, _ in data.test_pairs:
+        tokens = en.split() if raw_split else real_data.tokenize_english(en)
+        ids = data.src_vocab.encode(" ".join(tokens))
+        rows.append(ids + ([0, 0] if count_specials else []))  # as if <bos>/<eos> counted
+    if per_sentence:
+        return sum(UNK in r for r in rows) / len(rows)
+    ids = [i for r in rows for i in r]
+    return sum(i == UNK for i in ids) / len(ids)
+
+
+@exercise("13b.1", wrong=[lambda: (_unknown_share(per_sentence=True),),     # sentences with an <unk>, not tokens
+                          lambda: (_unknown_share(count_specials=True),),   # two extra tokens per sentence
+                          lambda: (100 * _unknown_share(),)])               # a percentage, not a share
+def exercise_13b_1(unknown_share):
+    expected = _unknown_share()
+    number(unknown_share, expected, "unknown_share", rel=1e-6, abs_=1e-9,
+           hint="count TOKENS, not sentences: tokenize each test sentence's English with real_data.tokenize_english, "
+                "encode the tokens with data.src_vocab, and divide the number of ids equal to UNK by the number of "
+                "ids (a share between 0 and 1, not a percentage).")
+    return f"right: {expected:.1%} of the test's English tokens are unknown to the model."
+
+
+@functools.lru_cache(maxsize=1)
+def _hyps_refs():
+    from transformer_lite.book.real_translator import translate_split
+    from transformer_lite.metrics import characters
+
+    model, data = _shipped()
+    hyps = [characters(o.replace("<unk>", "")) for o in translate_split(model, data)]
+    return hyps, [characters(zh) for _, zh in data.test_pairs]
+
+
+def _reversed_scores(reverse_refs_too: bool = False, sentence_mean: bool = False) -> tuple[float, float]:
+    from transformer_lite.metrics import bleu, chrf, corpus_bleu, corpus_chrf
+
+    hyps, refs = _hyps_refs()
+    rev = [h[::-1] for h in hyps]
+    refs = [r[::-1] for r in refs] if reverse_refs_too else refs
+    if sentence_mean:
+        return (100 * sum(bleu(h, r).score for h, r in zip(rev, refs)) / len(refs),
+                100 * sum(chrf(h, r).score for h, r in zip(rev, refs)) / len(refs))
+    return 100 * corpus_bleu(rev, refs).score, 100 * corpus_chrf(rev, refs).score
+
+
+@exercise("13b.2", wrong=[lambda: (_reversed_scores(reverse_refs_too=True),),  # both reversed: order kept
+                          lambda: (_reversed_scores(sentence_mean=True),),     # a mean of sentence scores
+                          lambda: (tuple(x / 100 for x in _reversed_scores()),)])  # 0-1, not 0-100
+def exercise_13b_2(answer):
+    if isinstance(answer, tuple) and any(a is ... or a is None for a in answer):
+        raise NotAnswered
+    if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+        raise Wrong(f"give a pair (bleu_reversed, chrf_reversed), got {type(answer).__name__}.")
+    bleu_rev, chrf_rev = _reversed_scores()
+    hint = ("reverse each translation (h[::-1]) but not the references, and score the whole test set at once with "
+            "corpus_bleu and corpus_chrf (corpus scores, not means of sentence scores), times 100.")
+    number(answer[0], bleu_rev, "bleu_reversed", rel=1e-6, hint=hint)
+    number(answer[1], chrf_rev, "chrf_reversed", rel=1e-6, hint=hint)
+    return (f"right: reversed, BLEU falls to {bleu_rev:.1f} and chrF to {chrf_rev:.1f}; BLEU's 3- and 4-grams need "
+            "the order, chrF's character unigrams do not.")
+
+
+def _repeats(chars) -> bool:
+    return any(chars[i] == chars[i + 1] == chars[i + 2] for i in range(len(chars) - 2))
+
+
+def _any_three(chars) -> bool:  # three occurrences anywhere, not in a row
+    return any(chars.count(c) >= 3 for c in set(chars))
+
+
+def _two_in_a_row(chars) -> bool:
+    return any(chars[i] == chars[i + 1] for i in range(len(chars) - 1))
+
+
+CASES = [(list("我我我"), True), (list("我很好好好。"), True), (list("好我好我好"), False), (list("我很好"), False),
+         (list("好好"), False), ([], False), (list("谢谢谢谢"), True), (list("看看书"), False)]
+
+
+@exercise("13b.3", wrong=[lambda: (_any_three,), lambda: (_two_in_a_row,)])
+def exercise_13b_3(repeats):
+    for chars, expected in CASES:
+        got = call(repeats, list(chars), name=f"repeats({chars!r})")
+        if not isinstance(got, bool):
+            raise Wrong(f"repeats({chars!r}) should return True or False, got {type(got).__name__}.")
+        if got != expected:
+            raise Wrong(f"repeats({chars!r}) returned {got}, expected {expected}.",
+                        hint="look for one character at three CONSECUTIVE positions i, i+1, i+2; the same character "
+                             "three times with others between does not count, and two in a row is not enough.")
+    hyps, _ = _hyps_refs()
+    flagged = sum(_repeats(h) for h in hyps)
+    if sum(bool(call(repeats, list(h), name="repeats")) for h in hyps) != flagged:
+        raise Wrong("your repeats disagrees with the check on some of the shipped model's translations.")
+    return f"right: {flagged} of the {len(hyps)} test translations repeat a character three or more times in a row."
