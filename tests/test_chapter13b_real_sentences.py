@@ -93,8 +93,10 @@ def test_every_transformer_run_beats_every_baseline_run_in_bleu(base):
     assert min(g["bleu"]["min"], n["bleu"]["min"]) > dic["bleu"]
 
 
-def test_the_dictionary_has_the_best_chrf(base):
-    assert base["dictionary"]["chrf"] > base["transformer"]["chrf"]["max"]
+def test_the_dictionary_is_close_in_chrf_and_far_behind_in_bleu(base):
+    t, dic = base["transformer"], base["dictionary"]
+    gap = {m: (t[m]["mean"] - dic[m]) / t[m]["mean"] for m in ("bleu", "chrf")}
+    assert gap["chrf"] < gap["bleu"] / 3
 
 
 def test_the_gru_took_less_cpu_time(base):
