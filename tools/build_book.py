@@ -404,10 +404,14 @@ def chinese_edition(html_dir: Path) -> list[str]:
     ran = [line for line in (proc.stdout + proc.stderr).splitlines() if "Executing notebook" in line]
     if ran:  # its outputs must come from the English build's execution cache
         problems.append(f"the Chinese edition executed notebooks again: {ran[:3]}")
-    # The translators' files (ONNX Runtime Web and both models, ~11 MB) are on the site once: the Chinese
-    # pages' boxes load them from the English edition's _static/ (tl-translator.js looks one level up on a
-    # page whose <html lang> is zh), so the Chinese edition's copy goes.
-    shutil.rmtree(html_dir / "zh" / "_static" / "tl" / "translator", ignore_errors=True)
+    # The Chinese edition's _static/tl is copied here, not by Sphinx: an incremental build with no page out of
+    # date copies no static file, and one that does keeps an older copy that differs ("will overwrite data").
+    # Without translator/: the translators' files (ONNX Runtime Web and both models, ~11 MB) are on the site
+    # once, and the Chinese pages' boxes load the English edition's (tl-translator.js looks one level up on a
+    # page whose <html lang> is zh).
+    zh_tl = html_dir / "zh" / "_static" / "tl"
+    shutil.rmtree(zh_tl, ignore_errors=True)
+    shutil.copytree(ASSETS, zh_tl, ignore=lambda folder, names: ["translator"] if Path(folder) == ASSETS else [])
     log(f"Chinese edition built in {time.time() - t0:.0f} s")
     return problems
 
@@ -419,8 +423,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     t0 = time.time()
     assemble_assets()
-    # Sphinx copies _assets/tl over the site's _static/tl but deletes nothing there: files of an older build
-    # (a renamed model file) would stay on the site; the site's copy is made afresh from _assets instead.
+    # Sphinx does not overwrite a static file that differs from the one already in the site (it says "will
+    # overwrite data" and keeps the old one), nor delete files an older build left there (a renamed model file):
+    # the site's copy of _assets/tl is made afresh (the Chinese edition's: see chinese_edition).
     shutil.rmtree(ROOT / "_build" / "html" / "_static" / "tl", ignore_errors=True)
     toc = None
     missing = [d for d in toc_entries(ROOT / "_toc.yml") if not existing(d)]
