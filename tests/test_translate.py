@@ -7,6 +7,7 @@ against these in tests/test_translator_web.py.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -16,7 +17,9 @@ import torch
 from transformer_lite import Transformer
 from transformer_lite.data import BOS, EOS, UNK, Vocab
 from transformer_lite.book.pretrained import tiny_translator
-from transformer_lite.book.translate import (MAX_BEAM, read_english, reading_rules, translation_details,
+from transformer_lite.book import real_data
+from transformer_lite.book.translate import (MAX_BEAM, SHIPPED, read_english, reading_of, reading_rules, shipped_examples,
+                                             shipped_key, shipped_translator, translate_pattern, translation_details,
                                              translator_box_html)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -29,7 +32,21 @@ def shipped():
     return model, data
 
 
+@pytest.fixture(scope="module")
+def real():
+    return shipped_translator("real")
+
+
 VOCAB = Vocab(["i", "have", "a", "cat", "?"])
+# English that tests the real translator's reading: numbers, apostrophes (straight and curly), punctuation,
+# letters beyond ASCII, full-width and compatibility forms (NFKC), case mappings that change length, digits
+# of other scripts, emoji, Chinese, whitespace Python splits on and JavaScript's \s does not (and back)
+TRICKY = ["It's 3.5 km\u2014don't go!", "I can\u2019t find my keys\u2026", "100,000 people live here.",
+          "1.2.3 and 4,5 or 6, 7. 8", "Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00c6sop", "\uff21\uff22\uff23 \uff11\uff12\uff13 full-width",
+          "\u0130stanbul \u1e9e STRASSE \u03a3\u039f\u03a6\u039f\u03a3", "\ufb01ne \u2460\u2461 x\u00b2 \u2153 \u2167",
+          "\u0663\u0664 \u096a\u096b and \U0001d7d8", "\U0001f431 cats & dogs \U0001f436!", "\u6211\u6709\u4e00\u53ea\u732b",
+          "e\u0301l\u00e8ve d\u0300", "snake_case and kebab-case", "'quoted' \"double\" `tick`",
+          "a\x1cb\u3000c\ufeffd\u200be\x85f", "rock'n'roll isn't '90s'", "don''t", "HELLO, Teacher!!", "   ", ""]
 
 
 def test_read_english_lowercases_splits_question_marks_and_lists_unknown_words_once():
@@ -84,12 +101,13 @@ def test_translation_details_lists_unknown_words_and_refuses_a_bad_beam_size(shi
 def test_the_static_box_loads_nothing_heavy_and_escapes_its_examples(shipped):
     model, data = shipped
     html = translator_box_html(model, data, ["i have", "</script><script>alert(1)</script>"])
-    assert "translator/model.js" not in html and "ort-wasm" not in html  # the model loads on first use
+    assert "translator/model" not in html and "ort-wasm" not in html  # the model loads on first use
     assert "_static/tl/tl-translator.js" in html and "dataset.content_root" in html
     assert "<script>alert(1)" not in html  # the example is text, in the button and in the settings
     settings = json.loads(html.split('class="tl-tr-settings">')[1].split("</script>")[0])
-    assert settings["examples"][1] == "</script><script>alert(1)</script>"
-    assert settings["layers"] == model.config.num_decoder_layers and settings["heads"] == model.config.nhead
+    mine = settings["models"][settings["model"]]
+    assert mine["examples"][1] == "</script><script>alert(1)</script>"
+    assert mine["layers"] == model.config.num_decoder_layers and mine["heads"] == model.config.nhead
     with pytest.raises(ValueError, match="examples"):
         translator_box_html(model, data, [])
 
@@ -156,3 +174,107 @@ def test_the_export_is_checked_with_the_onnx_runtime_release_the_page_runs():
     pinned = re.search(r"^onnxruntime==(\S+)", (root / "requirements.txt").read_text(encoding="utf-8"), re.M)
     web = json.loads((root / "package.json").read_text(encoding="utf-8"))["dependencies"]["onnxruntime-web"]
     assert pinned and pinned.group(1) == web, (pinned and pinned.group(1), web)
+
+
+# -- the real translator's reading, and both shipped translators in one box --------------------------------
+
+def _all_english():
+    pairs, _ = real_data.load_pairs()
+    return [p.english for p in pairs] + TRICKY
+
+
+def test_each_data_says_how_it_reads_english(shipped, real):
+    assert reading_of(shipped[1]) == "grammar" and shipped_key(shipped[1]) == "grammar"
+    assert reading_of(real[1]) == "hsk" and shipped_key(real[1]) == "real"
+    assert reading_of(real_data.translation_data(min_freq=1)) == "hsk"  # any HSK data, not only the shipped one's
+    with pytest.raises(TypeError, match="TranslationData"):
+        reading_of("hsk")
+    for bad, kind in ((None, TypeError), ("bpe", ValueError)):
+        with pytest.raises(kind, match="reading"):
+            read_english("i have", VOCAB, 64, reading=bad)
+        with pytest.raises(kind, match="reading"):
+            reading_rules(bad)
+    for bad, kind in ((None, TypeError), ("hsk", ValueError)):
+        with pytest.raises(kind, match="key"):
+            shipped_translator(bad)
+
+
+def test_the_real_translator_reads_english_as_its_data_was_tokenized(real):
+    model, data = real
+    for text in _all_english():
+        tokens = real_data.tokenize_english(text)
+        if not tokens:
+            with pytest.raises(ValueError, match="no words"):
+                read_english(text, data.src_vocab, model.max_len, reading="hsk")
+            continue
+        words, ids, unknown = read_english(text, data.src_vocab, model.max_len, reading="hsk")
+        assert words == tokens and ids == data.src_vocab.encode(tokens)
+        assert unknown == list(dict.fromkeys(t for t in tokens if t not in data.src_vocab))
+    # the held-out pairs were tokenized by this rule: read again, they are the same tokens
+    assert all(read_english(en, data.src_vocab, 64, "hsk")[0] == en.split() for en, _ in data.test_pairs)
+    with pytest.raises(ValueError, match="at most 64"):
+        read_english("no, " * 33, data.src_vocab, 64, reading="hsk")  # 66 tokens
+
+
+def test_the_pattern_the_page_receives_matches_what_pythons_matches():
+    """Python's \\w, \\d, \\s are Unicode classes; JavaScript's are ASCII (\\w, \\d) or another set (\\s). The page
+    gets them written out as code points: the translation matches what the original matches, code point by
+    code point and on every sentence of the data."""
+    import re
+
+    original = real_data._ENGLISH_TOKEN
+    rules = reading_rules("hsk")
+    assert (rules["kind"], rules["normalize"], rules["flags"], rules["join"]) == ("pattern", "NFKC", "gu", "")
+    assert rules["replace"] == [["\u2019", "'"], ["\u2018", "'"]]
+    js = rules["pattern"]
+    assert "\\w" not in js and "\\d" not in js and "\\s" not in js and "\\u{4e00}" in js
+    # the very string the page gets, read back into Python: \\u{...} -> \\U........
+    same = re.compile(re.sub(r"\\u\{([0-9a-f]+)\}", lambda m: "\\U%08x" % int(m.group(1), 16), js))
+    assert same.pattern == translate_pattern(original.pattern, target="python")
+    every = "".join(map(chr, range(0x110000)))
+    assert same.findall(every) == original.findall(every)  # each code point: what it matches and where runs break
+    for cp in (0x5F, 0x2F, 0xB2, 0x2460, 0x0301, 0x1D7D8, 0xFEFF, 0x3000, 0x85):
+        assert same.findall(chr(cp)) == original.findall(chr(cp)), hex(cp)
+
+    def page_reading(text):  # what tl-translator.js does with the rules (JavaScript's normalize and toLowerCase)
+        import unicodedata
+
+        text = unicodedata.normalize(rules["normalize"], text)
+        for a, b in rules["replace"]:
+            text = text.replace(a, b)
+        return same.findall(text.lower())
+
+    assert all(page_reading(t) == real_data.tokenize_english(t) for t in _all_english())
+
+
+@pytest.mark.parametrize("pattern, says", [(r"\bx", "escape"), (r"(?P<a>x)", "(?:"), (r"(?i)x", "(?:")])
+def test_translate_pattern_refuses_what_it_cannot_translate(pattern, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        translate_pattern(pattern)
+
+
+def test_the_real_translator_writes_chinese_without_spaces(real):
+    model, data = real
+    d = translation_details(model, data, "I will call you, teacher.", beam_size=4)
+    assert d["words"] == ["i", "will", "call", "you", ",", "teacher", "."] and d["unknown"] == []
+    assert d["greedy_text"] == "".join(data.tgt_vocab.decode(d["greedy"], join=False)) and " " not in d["greedy_text"]
+    assert d["beam_text"] == "".join(data.tgt_vocab.decode(d["beam"], join=False))
+    assert d["greedy"][-1] == EOS and [row[0][0] for row in d["steps"]] == [data.tgt_vocab.itos[i] for i in d["greedy"]]
+    assert translation_details(model, data, "Xyzzy is here.", beam_size=1)["unknown"] == ["xyzzy"]
+
+
+def test_the_static_box_offers_both_translators_opening_on_the_cells(shipped, real):
+    for (model, data), key in ((shipped, "grammar"), (real, "real")):
+        html = translator_box_html(model, data, ["My own example."])
+        settings = json.loads(html.split('class="tl-tr-settings">')[1].split("</script>")[0])
+        assert settings["model"] == key and list(settings["models"]) == list(SHIPPED)
+        other = next(k for k in SHIPPED if k != key)
+        assert settings["models"][key]["examples"] == ["My own example."]
+        assert settings["models"][other]["examples"] == shipped_examples(other)
+        for k, label in SHIPPED.items():
+            assert f'<option value="{k}"{" selected" if k == key else ""}>{label}</option>' in html
+            assert f'tl-tr-examples" data-tl-model="{k}"{"" if k == key else " hidden"}>' in html
+            assert f'tl-tr-vocab" data-tl-model="{k}"{"" if k == key else " hidden"}>' in html
+        assert "model-real.js" not in html and "model-grammar.js" not in html  # the page loads them on use
+    assert shipped_examples("real") == [p.english for p in real_data.split_pairs()["test"][:4]]
+    assert shipped_examples("grammar") == [en for en, _ in shipped[1].test_pairs[:4]]

@@ -10,8 +10,8 @@ Steps:
    ``html_static_path`` into ``_build/html/_static/``, so the site serves ``_static/tl/...`` itself.
    The folder is deliberately not called ``_static``: Jupyter Book would add every .js/.css in a
    ``_static/`` folder at the book root to every page.
-   The shipped translator is exported to ONNX into ``_assets/tl/translator/`` beside ONNX Runtime Web
-   (``write_translator``; the export is cached, keyed on its inputs): the static page runs the very model the package ships.
+   The shipped translators (grammar, real sentences) are exported to ONNX into ``_assets/tl/translator/`` beside ONNX Runtime Web
+   (``write_translator``; the export is cached, keyed on its inputs): the static page runs the very models the package ships.
 2. ``TRANSFORMER_LITE_STATIC=1`` is exported; the notebook kernels inherit the build's environment, so
    ``transformer_lite.book.interactive`` precomputes every control (no ipywidgets on the page); and
    ``IPYTHONDIR`` points the kernels at a start-up file (tools/kernel_startup.py) that keeps tqdm from
@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "_assets" / "tl"
 NODE = ROOT / "node_modules"
 MAX_PAGE = 2 * 1024 * 1024
-MAX_SITE = 80 * 1024 * 1024  # two editions (each with its own _static/: MathJax, the translator, the theme)
+MAX_SITE = 80 * 1024 * 1024  # two editions (each with its own _static/: MathJax, the theme; the translators once, in the English one)
 CACHE = ROOT / "_build" / ".jupyter_cache"  # Jupyter Book 1's execution cache (also read by the Chinese edition)
 JOBS = 2  # chapters executed at once: each trains on one thread (runtime.num_threads(1)), the machines have 2 cores
 
@@ -121,7 +121,7 @@ def assemble_assets() -> Path:
 
 
 def write_translator(dest: Path) -> dict:
-    """The shipped translator for the browser (chapters 12 and 13), exported to ONNX, with ONNX Runtime Web
+    """The shipped translators for the browser (chapters 12 and 13), exported to ONNX, with ONNX Runtime Web
     from npm (tools/web_export.py); loaded by the page on first use. The export is reused from
     ``_build/.onnx-cache/`` while the weights, the exporter and its versions are unchanged."""
     import logging
@@ -131,9 +131,10 @@ def write_translator(dest: Path) -> dict:
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # "torchvision is not installed" notes
     t0 = time.time()
     result = write_site_assets(dest, NODE, cache_dir=ROOT / "_build" / ".onnx-cache")
-    log(f"translator {'from the export cache' if result['cached'] else 'exported to ONNX'} in "
-        f"{time.time() - t0:.0f} s (ONNX Runtime vs PyTorch: "
-        f"{result['max_error']:.1e}); " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in result["sizes"].items()))
+    how = "; ".join(f"{k} {'from the export cache' if result['cached'][k] else 'exported to ONNX'} "
+                    f"(ONNX Runtime vs PyTorch: {result['max_error'][k]:.1e})" for k in result["cached"])
+    log(f"translators in {time.time() - t0:.0f} s: {how}; "
+        + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in result["sizes"].items()))
     return result
 
 
@@ -403,6 +404,14 @@ def chinese_edition(html_dir: Path) -> list[str]:
     ran = [line for line in (proc.stdout + proc.stderr).splitlines() if "Executing notebook" in line]
     if ran:  # its outputs must come from the English build's execution cache
         problems.append(f"the Chinese edition executed notebooks again: {ran[:3]}")
+    # The Chinese edition's _static/tl is copied here, not by Sphinx: an incremental build with no page out of
+    # date copies no static file, and one that does keeps an older copy that differs ("will overwrite data").
+    # Without translator/: the translators' files (ONNX Runtime Web and both models, ~11 MB) are on the site
+    # once, and the Chinese pages' boxes load the English edition's (tl-translator.js looks one level up on a
+    # page whose <html lang> is zh).
+    zh_tl = html_dir / "zh" / "_static" / "tl"
+    shutil.rmtree(zh_tl, ignore_errors=True)
+    shutil.copytree(ASSETS, zh_tl, ignore=lambda folder, names: ["translator"] if Path(folder) == ASSETS else [])
     log(f"Chinese edition built in {time.time() - t0:.0f} s")
     return problems
 
@@ -414,6 +423,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     t0 = time.time()
     assemble_assets()
+    # Sphinx does not overwrite a static file that differs from the one already in the site (it says "will
+    # overwrite data" and keeps the old one), nor delete files an older build left there (a renamed model file):
+    # the site's copy of _assets/tl is made afresh (the Chinese edition's: see chinese_edition).
+    shutil.rmtree(ROOT / "_build" / "html" / "_static" / "tl", ignore_errors=True)
     toc = None
     missing = [d for d in toc_entries(ROOT / "_toc.yml") if not existing(d)]
     if args.existing_only:

@@ -12,9 +12,11 @@ versions of torch, onnx, onnxscript and onnxruntime: a build whose inputs did no
   are dynamic. The export is checked: ONNX Runtime must reproduce PyTorch's outputs within 1e-4.
 * :func:`write_site_assets` writes what the page loads on first use, as classic scripts so they
   load from a web server and from ``file://`` alike (a page opened from disk may not ``fetch``):
-  ``model.js`` (both graphs, gzip + base64, with the vocabularies and the reading rules),
-  ``ort.js`` (ONNX Runtime Web's single-file bundle, from npm, turned into a classic script) and
-  ``ort-wasm.js`` (its WebAssembly, gzip + base64, decompressed by the browser).
+  one ``model-<key>.js`` for each shipped translator the box offers (``transformer_lite.book.translate.SHIPPED``:
+  ``model-grammar.js``, ``model-real.js``; both graphs in float32, gzip + base64, with the vocabularies and
+  the reading rules), ``ort.js`` (ONNX Runtime Web's single-file bundle, from npm, turned into a classic
+  script) and ``ort-wasm.js`` (its WebAssembly, gzip + base64, decompressed by the browser). The page
+  loads the runtime and the selected model's file; the other model's file only when the reader selects it.
 
 Needs ``onnx``, ``onnxscript`` and ``onnxruntime`` (the build's requirements, not the package's).
 """
@@ -34,7 +36,8 @@ import torch
 import torch.nn as nn
 
 from transformer_lite.data import BOS, EOS, PAD, UNK
-from transformer_lite.book.translate import LENGTH_PENALTY, MAX_BEAM, MAX_NEW_TOKENS, TOP_K, reading_rules
+from transformer_lite.book.translate import (LENGTH_PENALTY, MAX_BEAM, MAX_NEW_TOKENS, SHIPPED, TOP_K, reading_of,
+                                             reading_rules, shipped_translator)
 
 ORT_BUNDLE = "onnxruntime-web/dist/ort.wasm.bundle.min.mjs"  # ES module: the API and its WebAssembly glue
 ORT_WASM = "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm"
@@ -182,44 +185,58 @@ def classic_ort_script(bundle_text: str) -> str:
             "tools/web_export.py */\n(function(){\n" + body + f"\nself.ort={{{exports}}};\n}})();\n")
 
 
-def write_site_assets(directory, node_modules, model=None, data=None, cache_dir=None) -> dict:
-    """Write ``model.js``, ``ort.js`` and ``ort-wasm.js`` into ``directory``; returns their sizes, the export
-    error and whether the export came from ``cache_dir`` (None: export afresh, cache nothing).
+def model_script(key: str, model, data, exported: dict) -> str:
+    """``model-<key>.js``: the exported graphs (gzip + base64), the vocabularies and the reading rules of ``data``."""
+    graphs = {k: exported[k] for k in ("encoder", "decoder")}
+    cfg = model.config
+    payload = dict(
+        format=2, key=key, label=SHIPPED[key],
+        config=dict(d_model=cfg.d_model, nhead=cfg.nhead, layers=cfg.num_decoder_layers, max_len=cfg.max_len),
+        special=dict(pad=PAD, bos=BOS, eos=EOS, unk=UNK),
+        decoding=dict(max_new_tokens=MAX_NEW_TOKENS, length_penalty=LENGTH_PENALTY, top_k=TOP_K, max_beam=MAX_BEAM),
+        reading=reading_rules(reading_of(data)),
+        src_vocab=list(data.src_vocab.itos), tgt_vocab=list(data.tgt_vocab.itos),
+        sha256={k: hashlib.sha256(v).hexdigest() for k, v in graphs.items()},
+        encoder=_gzip_b64(graphs["encoder"]), decoder=_gzip_b64(graphs["decoder"]),
+    )
+    return ("(self.tlTranslatorModels=self.tlTranslatorModels||{})[" + json.dumps(key) + "]="
+            + json.dumps(payload, ensure_ascii=False) + ";\n")
 
-    ``model`` and ``data`` default to the shipped translator (``transformer_lite.book.pretrained.tiny_translator``).
+
+def write_site_assets(directory, node_modules, models=None, cache_dir=None) -> dict:
+    """Write ``model-<key>.js`` for each translator, ``ort.js`` and ``ort-wasm.js`` into ``directory``.
+
+    ``models``: ``{key: (model, data)}``, by default every shipped translator
+    (``transformer_lite.book.translate.shipped_translator``). Each is exported and checked (ONNX Runtime
+    against PyTorch within 1e-4), reused from ``cache_dir`` when unchanged (None: export afresh, cache
+    nothing). Other ``model*.js`` files in ``directory`` (an older build's) are removed. Returns the files'
+    ``sizes``, and per key the export's ``max_error`` and whether it was ``cached``.
     """
-    from transformer_lite.book.pretrained import tiny_translator
-
-    if model is None or data is None:
-        model, data, _ = tiny_translator()
+    if models is None:
+        models = {key: shipped_translator(key) for key in SHIPPED}
     directory, node_modules = Path(directory), Path(node_modules)
     directory.mkdir(parents=True, exist_ok=True)
     bundle, wasm = node_modules / ORT_BUNDLE, node_modules / ORT_WASM
     for f in (bundle, wasm):
         if not f.exists():
             raise FileNotFoundError(f"missing {f}: run `npm ci` (package.json pins onnxruntime-web)")
-    if cache_dir is None:
-        with tempfile.TemporaryDirectory(prefix="tl-onnx-") as tmp:  # the graphs go into model.js, not beside it
-            exported = export_onnx(model, tmp)
-            exported = dict({k: exported[k].read_bytes() for k in ("encoder", "decoder")},
-                            max_error=exported["max_error"], cached=False)
-    else:
-        exported = cached_export(model, cache_dir)
-    graphs = {k: exported[k] for k in ("encoder", "decoder")}
-    cfg = model.config
-    payload = dict(
-        format=1,
-        config=dict(d_model=cfg.d_model, nhead=cfg.nhead, layers=cfg.num_decoder_layers, max_len=cfg.max_len),
-        special=dict(pad=PAD, bos=BOS, eos=EOS, unk=UNK),
-        decoding=dict(max_new_tokens=MAX_NEW_TOKENS, length_penalty=LENGTH_PENALTY, top_k=TOP_K, max_beam=MAX_BEAM),
-        reading=reading_rules(),
-        src_vocab=list(data.src_vocab.itos), tgt_vocab=list(data.tgt_vocab.itos),
-        sha256={k: hashlib.sha256(v).hexdigest() for k, v in graphs.items()},
-        encoder=_gzip_b64(graphs["encoder"]), decoder=_gzip_b64(graphs["decoder"]),
-    )
-    (directory / "model.js").write_text("self.tlTranslatorModel=" + json.dumps(payload, ensure_ascii=False) + ";\n",
-                                        encoding="utf-8")
+    max_error, cached = {}, {}
+    for key, (model, data) in models.items():
+        if key not in SHIPPED:
+            raise ValueError(f"models' keys must be among {tuple(SHIPPED)}, got {key!r}")
+        if cache_dir is None:
+            with tempfile.TemporaryDirectory(prefix="tl-onnx-") as tmp:  # the graphs go into the script, not beside it
+                out = export_onnx(model, tmp)
+                exported = dict({k: out[k].read_bytes() for k in ("encoder", "decoder")},
+                                max_error=out["max_error"], cached=False)
+        else:
+            exported = cached_export(model, cache_dir)
+        max_error[key], cached[key] = exported["max_error"], exported["cached"]
+        (directory / f"model-{key}.js").write_text(model_script(key, model, data, exported), encoding="utf-8")
+    for stale in directory.glob("model*.js"):
+        if stale.name not in {f"model-{key}.js" for key in models}:
+            stale.unlink()
     (directory / "ort.js").write_text(classic_ort_script(bundle.read_text(encoding="utf-8")), encoding="utf-8")
     (directory / "ort-wasm.js").write_text(f'self.tlOrtWasm="{_gzip_b64(wasm.read_bytes())}";\n', encoding="ascii")
     sizes = {f.name: f.stat().st_size for f in sorted(directory.iterdir())}
-    return dict(sizes=sizes, max_error=exported["max_error"], cached=exported["cached"])
+    return dict(sizes=sizes, max_error=max_error, cached=cached)

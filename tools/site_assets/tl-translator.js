@@ -1,16 +1,18 @@
 /* The book's translator, in the reader's browser (chapters 12 and 13 of the static site).
  *
  * transformer_lite.book.translate.translator_box_html writes the box (class "tl-translator"); this
- * script brings it to life. On first use it loads, from the site itself:
- *   _static/tl/translator/ort.js       ONNX Runtime Web (npm), as a classic script
- *   _static/tl/translator/ort-wasm.js  its WebAssembly, gzip + base64
- *   _static/tl/translator/model.js     the shipped translator exported to ONNX by `make book`
- *                                      (transformer_lite.book.web_export), vocabularies, reading rules
+ * script brings it to life. The box offers every shipped translator (a selector: the grammar one of
+ * chapter 13, the one trained on real HSK sentences). On first use it loads, from the site itself:
+ *   _static/tl/translator/ort.js          ONNX Runtime Web (npm), as a classic script
+ *   _static/tl/translator/ort-wasm.js     its WebAssembly, gzip + base64
+ *   _static/tl/translator/model-KEY.js    the selected translator exported to ONNX by `make book`
+ *                                         (tools/web_export.py), vocabularies, reading rules
+ * and another model-KEY.js only when the reader selects that translator.
  * Classic scripts, not fetch(): a page opened from disk (file://) may load scripts, not fetch files.
  *
  * Decoding follows transformer_lite.decoding line by line (greedy_decode, beam_search with the GNMT
  * length penalty), and the words are read by transformer_lite.book.translate.read_english's rules,
- * which arrive as data in model.js. tests/test_translator_web.py checks the page against Python.
+ * which arrive as data in model-KEY.js. tests/test_translator_web.py checks the page against Python.
  * User text is only ever written with textContent: nothing typed becomes markup.
  */
 (function () {
@@ -18,7 +20,12 @@
   if (window.tlTranslator) return;
 
   var root = document.documentElement.dataset.content_root || "";
-  var loading = null;      // the promise of {M, ort, enc, dec}
+  // The model files are on the site once, in the English edition's _static/ (the Chinese edition, under zh/,
+  // has none: tools/build_book.py's chinese_edition removes its copy), so a Chinese page looks one level up.
+  var modelRoot = root + (/^zh\b/i.test(document.documentElement.lang || "") ? "../" : "");
+  var runtime = null;      // the promise of ONNX Runtime Web, ready to run
+  var models = {};         // key -> the promise of {M, ort, enc, dec}
+  var loaded = {};         // key -> true once that translator is ready
   var queue = Promise.resolve();  // see enqueue
   var firstUse = null;
 
@@ -44,42 +51,67 @@
     return new Uint8Array(await new Response(stream).arrayBuffer());
   }
 
-  function load(assets) {
-    if (loading) return loading;
-    var base = new URL(root + assets, document.baseURI).href;
-    loading = (async function () {
+  function loadRuntime(base) {
+    if (runtime) return runtime;
+    var p = runtime = (async function () {
       self.__tlOrtScript = base + "ort.js";  // what the bundle reads as import.meta.url
-      await Promise.all([loadScript(base + "ort.js"), loadScript(base + "ort-wasm.js"), loadScript(base + "model.js")]);
-      var ort = self.ort, M = self.tlTranslatorModel;
+      await Promise.all([loadScript(base + "ort.js"), loadScript(base + "ort-wasm.js")]);
+      var ort = self.ort;
       ort.env.logLevel = "error";
       ort.env.wasm.numThreads = 1;       // no SharedArrayBuffer needed: works on any static host and from disk
       ort.env.wasm.proxy = false;
       ort.env.wasm.wasmBinary = (await gunzip(self.tlOrtWasm)).buffer;
+      return ort;
+    })();
+    p.catch(function () { if (runtime === p) runtime = null; });  // a failed load may be retried
+    return p;
+  }
+
+  function load(assets, key) {  // the translator KEY (and the runtime, the first time), loaded once
+    if (models[key]) return models[key];
+    var base = new URL(modelRoot + assets, document.baseURI).href;
+    var p = models[key] = (async function () {
+      var ort = (await Promise.all([loadRuntime(base), loadScript(base + "model-" + key + ".js")]))[0];
+      var M = (self.tlTranslatorModels || {})[key];
+      if (!M) throw new Error("model-" + key + ".js holds no translator " + key);
       var opts = {executionProviders: ["wasm"], graphOptimizationLevel: "all"};
       var enc = await ort.InferenceSession.create(await gunzip(M.encoder), opts);
       var dec = await ort.InferenceSession.create(await gunzip(M.decoder), opts);
       M.srcIndex = new Map(M.src_vocab.map(function (w, i) { return [w, i]; }));
-      M.whitespace = new Set(M.reading.whitespace);
+      if (M.reading.kind === "split") M.whitespace = new Set(M.reading.whitespace);
+      else M.pattern = new RegExp(M.reading.pattern, M.reading.flags);
       var R = {M: M, ort: ort, enc: enc, dec: dec};
       // Warm up: WebAssembly runs its first calls slowly, while the browser compiles it fully.
       // One throw-away translation here keeps that delay out of the reader's later translations.
-      await details(R, M.src_vocab.slice(4, 10).join(" "), M.decoding.max_beam);
+      await enqueue(function () { return details(R, M.src_vocab.slice(4, 10).join(" "), M.decoding.max_beam); });
+      loaded[key] = true;
       return R;
     })();
-    loading.catch(function () { loading = null; });  // a failed load may be retried
-    return loading;
+    p.catch(function () { if (models[key] === p) delete models[key]; });  // a failed load may be retried
+    return p;
   }
 
   // -- reading the input: transformer_lite.book.translate.read_english ------------------------
-  function readEnglish(text, M) {
-    var t = text.toLowerCase();
-    for (var ch of M.reading.split_before) t = t.split(ch).join(" " + ch + " ");
-    var words = [], cur = "";
+  function tokens(text, M) {
+    var rule = M.reading, t, words = [];
+    if (rule.kind === "pattern") {  // transformer_lite.book.real_data.tokenize_english
+      t = text.normalize(rule.normalize);
+      rule.replace.forEach(function (pair) { t = t.split(pair[0]).join(pair[1]); });
+      return t.toLowerCase().match(M.pattern) || [];
+    }
+    t = text.toLowerCase();  // the grammar's rule: "?" apart, split on Python's whitespace
+    for (var ch of rule.split_before) t = t.split(ch).join(" " + ch + " ");
+    var cur = "";
     for (var c of t) {
       if (M.whitespace.has(c.codePointAt(0))) { if (cur) { words.push(cur); cur = ""; } }
       else cur += c;
     }
     if (cur) words.push(cur);
+    return words;
+  }
+
+  function readEnglish(text, M) {
+    var words = tokens(text, M);
     if (!words.length) throw new RangeError("text holds no words: type an English sentence");
     if (words.length > M.config.max_len)
       throw new RangeError("text has " + words.length + " words; the model reads at most " + M.config.max_len);
@@ -207,8 +239,8 @@
       }
       cross.push(layer);
     }
-    var words = function (ids) { return untilEos(ids, M.special.eos).filter(function (i) { return i !== M.special.eos && i !== M.special.pad && i !== M.special.bos; }).map(function (i) { return M.tgt_vocab[i]; }).join(" "); };
-    return {text: text, words: read.words, unknown: read.unknown, greedy: g, beam: b, beam_size: K,
+    var words = function (ids) { return untilEos(ids, M.special.eos).filter(function (i) { return i !== M.special.eos && i !== M.special.pad && i !== M.special.bos; }).map(function (i) { return M.tgt_vocab[i]; }).join(M.reading.join); };
+    return {model: M.key, text: text, words: read.words, unknown: read.unknown, greedy: g, beam: b, beam_size: K,
             greedy_text: words(g), beam_text: words(b), steps: steps, cross: cross, ms: performance.now() - t0};
   }
 
@@ -299,17 +331,22 @@
   function setStatus(box, text) { box.q(".tl-tr-status").textContent = text; }
 
   function translate(box) {
-    var text = box.q(".tl-tr-input").value, K = +box.q(".tl-tr-beam").value;
+    var text = box.q(".tl-tr-input").value, K = +box.q(".tl-tr-beam").value, key = box.key;
     var seq = ++box.seq;
     if (firstUse === null) firstUse = performance.now();
-    if (!box.R) setStatus(box, "Loading the model into your browser (about " + box.settings.download_mb + " MB, once)\u2026");
-    return load(box.settings.assets).then(function (R) {
-      box.R = R;
+    if (!loaded[key]) {
+      var m = box.settings.models[key];
+      setStatus(box, "Loading the model (" + m.label + ") into your browser (about " +
+        (runtime ? m.model_mb : m.download_mb) + " MB, once)\u2026");
+    }
+    return load(box.settings.assets, key).then(function (R) {
       return enqueue(function () {
         return seq === box.seq ? details(R, text, K) : null;  // the reader typed on: skip stale work
-      });
-    }).then(function (r) {
-      if (r === null || seq !== box.seq) return;
+      }).then(function (r) { return r && {R: R, r: r}; });
+    }).then(function (done) {
+      if (done === null || seq !== box.seq) return;
+      var r = done.r;
+      box.R = done.R;
       render(box, r);
       if (box.firstReady === undefined) box.firstReady = performance.now() - firstUse;
       box.timings.push(r.ms);
@@ -329,16 +366,43 @@
     });
   }
 
+  function options(select, n, selected) {  // <option value="0">1</option> ... for n layers or heads
+    select.textContent = "";
+    for (var i = 0; i < n; i++) {
+      var o = el("option", {value: String(i)}, String(i + 1));
+      if (i === selected) o.selected = true;
+      select.appendChild(o);
+    }
+  }
+
+  function choose(box, key) {  // the reader selected another translator: its controls, then its translation
+    var m = box.settings.models[key];
+    box.key = key;
+    box.root.dataset.tlModel = key;
+    box.root.querySelectorAll("[data-tl-model]").forEach(function (e) {
+      if (e !== box.root) e.hidden = e.dataset.tlModel !== key;
+    });
+    options(box.q(".tl-tr-layer"), m.layers, m.layers - 1);
+    options(box.q(".tl-tr-head"), m.heads, 0);
+    box.q(".tl-tr-input").value = m.examples[0];
+    box.q(".tl-tr-result").textContent = "";
+    box.result = null;
+    box.R = null;
+    translate(box);
+  }
+
   function setup(rootEl) {
     var box = {root: rootEl, seq: 0, timings: [], q: function (s) { return rootEl.querySelector(s); }};
     box.settings = JSON.parse(rootEl.querySelector("script.tl-tr-settings").textContent);
+    box.key = box.settings.model;
     rootEl.tlBox = box;
     var timer = null, input = box.q(".tl-tr-input");
     function soon() { clearTimeout(timer); timer = setTimeout(function () { translate(box); }, 60); }
     input.addEventListener("input", soon);
     input.addEventListener("keydown", function (e) { if (e.key === "Enter") { clearTimeout(timer); translate(box); } });
-    input.addEventListener("focus", function () { if (!box.R) load(box.settings.assets).catch(function () {}); }, {once: true});
+    input.addEventListener("focus", function () { if (!box.R) load(box.settings.assets, box.key).catch(function () {}); }, {once: true});
     box.q(".tl-tr-go").addEventListener("click", function () { translate(box); });
+    box.q(".tl-tr-model").addEventListener("change", function () { clearTimeout(timer); choose(box, box.q(".tl-tr-model").value); });
     box.q(".tl-tr-beam").addEventListener("input", function () {
       box.q(".tl-tr-beam-value").textContent = box.q(".tl-tr-beam").value;
       if (box.R) soon();
@@ -355,9 +419,20 @@
   window.tlTranslator = {
     boxes: function () { return Array.from(document.querySelectorAll(".tl-translator")).map(function (e) { return e.tlBox; }); },
     // for the tests and the curious: the same computation the box shows, without the page
-    details: function (text, K) {
+    details: function (text, K, key) {
       var settings = JSON.parse(document.querySelector("script.tl-tr-settings").textContent);
-      return load(settings.assets).then(function (R) { return enqueue(function () { return details(R, text, K); }); });
+      return load(settings.assets, key || settings.model).then(function (R) {
+        return enqueue(function () { return details(R, text, K); });
+      });
+    },
+    // how translator KEY reads each of TEXTS: its tokens, or the message for text it cannot read
+    read: function (texts, key) {
+      var settings = JSON.parse(document.querySelector("script.tl-tr-settings").textContent);
+      return load(settings.assets, key || settings.model).then(function (R) {
+        return texts.map(function (t) {
+          try { return readEnglish(t, R.M).words; } catch (e) { if (e instanceof RangeError) return e.message; throw e; }
+        });
+      });
     }
   };
   function init() { document.querySelectorAll(".tl-translator").forEach(setup); }

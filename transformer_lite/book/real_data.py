@@ -10,7 +10,7 @@ not of the core package.
 * :func:`load_pairs` -- the clean pairs and a :class:`FilterReport` of what each rule dropped;
 * :func:`tokenize_english`, :func:`tokenize_chinese` -- the tokenizations the translator uses;
 * :func:`split_pairs` -- a fixed train/dev/test split, the same on every machine;
-* :func:`translation_data` -- a :class:`transformer_lite.data.TranslationData` to train on;
+* :func:`translation_data` -- a :class:`HSKTranslationData` (a ``TranslationData``) to train on;
 * :func:`tokenization_report` -- the measurements behind the choice of tokenization.
 
 Why characters for Chinese, and words for English. The pairs carry their own word segmentation,
@@ -47,7 +47,7 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import NamedTuple, Sequence
+from typing import ClassVar, NamedTuple, Sequence
 
 import hsk_sentences_audio
 
@@ -87,6 +87,8 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # English tokens: a number with its decimal point or thousands commas (1.4, 100,000), a word with its
 # apostrophes (don't, what's, résumé, 20th), or any other single character that is not a space.
 _ENGLISH_TOKEN = re.compile(r"\d+(?:[.,]\d+)+|\w+(?:'\w+)*|[^\w\s]")
+ENGLISH_NORMAL_FORM = "NFKC"  # tokenize_english normalizes to this Unicode form first,
+ENGLISH_APOSTROPHES = {"\u2019": "'", "\u2018": "'"}  # then straightens curly apostrophes, then lower-cases
 
 
 class Pair(NamedTuple):
@@ -111,6 +113,17 @@ class FilterReport:
     shared_english: int = 0  # kept pairs whose English another kept pair has too, with another Chinese
 
 
+@dataclass
+class HSKTranslationData(TranslationData):
+    """:func:`translation_data`'s result: a :class:`~transformer_lite.data.TranslationData` whose English is
+    read by :func:`tokenize_english` and whose Chinese is written without spaces.
+
+    The translator box (:mod:`transformer_lite.book.translate`) reads typed English by ``english_reading``.
+    """
+
+    english_reading: ClassVar[str] = "hsk"
+
+
 # -- tokenization -------------------------------------------------------------------------------------
 
 def _check_str(name: str, value) -> str:
@@ -129,8 +142,10 @@ def tokenize_english(text: str) -> list[str]:
     ``["it's", "raining", "—", "what", "?"]``.
     """
     _check_str("text", text)
-    text = unicodedata.normalize("NFKC", text).replace("\u2019", "'").replace("\u2018", "'").lower()
-    return _ENGLISH_TOKEN.findall(text)
+    text = unicodedata.normalize(ENGLISH_NORMAL_FORM, text)
+    for curly, straight in ENGLISH_APOSTROPHES.items():
+        text = text.replace(curly, straight)
+    return _ENGLISH_TOKEN.findall(text.lower())
 
 
 def tokenize_chinese(sentence: str | Pair, tokenization: str = CHINESE_TOKENIZATION) -> list[str]:
@@ -347,8 +362,8 @@ def _vocab(sentences: Sequence[Sequence[str]], min_freq: int) -> Vocab:
 
 
 def translation_data(held_out: str = "test", min_freq: int = MIN_FREQ,
-                     chinese: str = CHINESE_TOKENIZATION) -> TranslationData:
-    """The HSK pairs as a :class:`transformer_lite.data.TranslationData`, ready for ``training.train``.
+                     chinese: str = CHINESE_TOKENIZATION) -> HSKTranslationData:
+    """The HSK pairs as a :class:`HSKTranslationData` (a ``TranslationData``), ready for ``training.train``.
 
     ``train_pairs`` is the train split and ``test_pairs`` the ``held_out`` split (``"test"``, or
     ``"dev"`` while choosing a recipe), each pair as space-joined tokens, like the generated task:
@@ -381,7 +396,7 @@ def translation_data(held_out: str = "test", min_freq: int = MIN_FREQ,
     train_src, train_tgt = tensors(train)
     test_src, test_tgt = tensors(test)
     joined = lambda ps: [(" ".join(en), " ".join(zh)) for en, zh in ps]  # noqa: E731
-    return TranslationData(src_vocab, tgt_vocab, joined(train), joined(test), train_src, train_tgt,
+    return HSKTranslationData(src_vocab, tgt_vocab, joined(train), joined(test), train_src, train_tgt,
                            test_src, test_tgt)
 
 

@@ -16,18 +16,35 @@ exports it to ONNX (``tools/web_export.py``), ONNX Runtime Web executes it, and
 The browser test (``tests/test_translator_web.py``) checks that page against
 :func:`translation_details`, sentence by sentence.
 
-How typed text becomes tokens (:func:`read_english`) is one rule, written once, here; the page
-receives it as data (:func:`reading_rules`): lower case, a space before every ``?``, split on
-whitespace (Python's own definition of whitespace), at most ``model.max_len`` words.
+The box offers both shipped translators (:data:`SHIPPED`): the grammar translator of chapter 13
+(:func:`~transformer_lite.book.pretrained.tiny_translator`) and the one trained on real HSK sentences
+(:func:`~transformer_lite.book.real_translator.real_translator`). It opens on the model the cell
+passed; a selector switches to the other one, which is loaded only then.
+
+How typed text becomes tokens (:func:`read_english`) depends on the data the model was trained on
+(:func:`reading_of`), and each rule is written once, in Python; the page receives it as data
+(:func:`reading_rules`):
+
+* ``"grammar"`` (the generated task): lower case, a space before every ``?``, split on whitespace
+  (Python's own definition of whitespace);
+* ``"hsk"`` (the real sentences): :func:`transformer_lite.book.real_data.tokenize_english`: Unicode NFKC,
+  straight apostrophes, lower case, then its regular expression, which the page receives with Python's
+  ``\\d``, ``\\w`` and ``\\s`` written out as the code points Python's ``re`` puts in them.
+
+Either way at most ``model.max_len`` tokens; a token the vocabulary lacks reads as ``<unk>``. The
+grammar's Chinese is written as words with spaces between them, the real translator's as characters
+without spaces.
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
+import re
 
 import torch
 
-from ..data import BOS, EOS, UNK, Vocab
+from ..data import BOS, EOS, UNK, TranslationData, Vocab
 from ..decoding import beam_search, greedy_decode
 from .interactive import _check_examples, static_mode
 
@@ -35,10 +52,20 @@ MAX_NEW_TOKENS = 20  # tokens generated after <bos>, <eos> included (the capston
 LENGTH_PENALTY = 0.6  # GNMT alpha, as in the paper's beam search
 TOP_K = 5  # next-token candidates shown per decoding step
 MAX_BEAM = 8  # the beam-size control goes from 1 (greedy) to this
-DOWNLOAD_MB = 6  # what the page loads on first use, in MB (tests/test_translator_web.py measures the files)
 SPLIT_BEFORE = "?"  # characters that become words of their own ("where ?" is how the grammar writes it)
+READINGS = ("grammar", "hsk")  # how typed English becomes tokens: see reading_of and read_english
+# The shipped translators the box offers: key -> label of the selector, and the reading of its data.
+SHIPPED = {"grammar": "Grammar translator (chapter 13)", "real": "Real sentences (HSK)"}
+SHIPPED_READING = {"grammar": "grammar", "real": "hsk"}
+# What the page loads on first use of each model, in MB: ONNX Runtime Web and the model's file (DOWNLOAD_MB),
+# and the model's file alone (MODEL_MB), loaded when the reader switches to it once the other one ran.
+# tests/test_translator_web.py measures the files.
+DOWNLOAD_MB = {"grammar": 6, "real": 10}
+MODEL_MB = {"grammar": 1, "real": 5}
+N_EXAMPLES = 4  # example sentences of the model the cell did not pass: the first held-out ones
 
 __all__ = ["read_english", "translation_details", "translator_box", "translator_box_html", "reading_rules",
+           "reading_of", "shipped_key", "shipped_translator", "shipped_examples", "SHIPPED",
            "MAX_NEW_TOKENS", "LENGTH_PENALTY", "TOP_K", "MAX_BEAM"]
 
 
@@ -49,18 +76,43 @@ def _words(text: str) -> list[str]:
     return text.split()
 
 
-def read_english(text, vocab: Vocab, max_words: int) -> tuple[list[str], list[int], list[str]]:
+def _check_reading(reading) -> str:
+    if not isinstance(reading, str):
+        raise TypeError(f"reading must be a str, one of {READINGS}, got {type(reading).__name__}")
+    if reading not in READINGS:
+        raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
+    return reading
+
+
+def reading_of(data) -> str:
+    """How typed English becomes ``data``'s tokens: ``"hsk"`` for the real sentences
+    (:class:`~transformer_lite.book.real_data.HSKTranslationData`), ``"grammar"`` for any other data."""
+    if not isinstance(data, TranslationData):
+        raise TypeError(f"data must be a transformer_lite.data.TranslationData, got {type(data).__name__}")
+    return _check_reading(getattr(data, "english_reading", "grammar"))
+
+
+def _tokens(text: str, reading: str) -> list[str]:
+    if reading == "hsk":
+        from .real_data import tokenize_english  # the real translator's own rule, not a copy
+
+        return tokenize_english(text)
+    return _words(text)
+
+
+def read_english(text, vocab: Vocab, max_words: int, reading: str = "grammar") -> tuple[list[str], list[int], list[str]]:
     """Typed text -> ``(words, ids, unknown)``: the words the model reads, their ids, and the unknown ones.
 
-    Lower-cases, puts a space around every ``?``, splits on whitespace; a word the vocabulary does
-    not have becomes ``UNK`` (and is listed, once, in ``unknown``). Raises ``ValueError`` for text
+    ``reading="grammar"``: lower-cases, puts a space around every ``?``, splits on whitespace.
+    ``reading="hsk"``: :func:`transformer_lite.book.real_data.tokenize_english`. A word the vocabulary
+    does not have becomes ``UNK`` (and is listed, once, in ``unknown``). Raises ``ValueError`` for text
     without words or with more than ``max_words`` (the model's position table), ``TypeError`` for a non-str.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (an English sentence), got {type(text).__name__}")
     if not isinstance(vocab, Vocab):
         raise TypeError(f"vocab must be a transformer_lite.data.Vocab, got {type(vocab).__name__}")
-    words = _words(text)
+    words = _tokens(text, _check_reading(reading))
     if not words:
         raise ValueError("text holds no words: type an English sentence")
     if len(words) > max_words:
@@ -70,13 +122,114 @@ def read_english(text, vocab: Vocab, max_words: int) -> tuple[list[str], list[in
     return words, ids, unknown
 
 
-def reading_rules() -> dict:
+# -- the rules as data, for the page ------------------------------------------------------------
+
+_SYNTAX = set("^$\\.*+?()[]{}|/-")  # what JavaScript's u flag lets a regular expression escape
+
+
+@functools.lru_cache(maxsize=None)
+def _class_ranges(letter: str) -> tuple[tuple[int, int], ...]:
+    """The code points Python's ``re`` puts in ``\\d``, ``\\w`` or ``\\s`` (str patterns), as inclusive ranges."""
+    every = "".join(map(chr, range(0x110000)))
+    return tuple((m.start(), m.end() - 1) for m in re.finditer(f"\\{letter}+", every))
+
+
+def translate_pattern(pattern: str, target: str = "js") -> str:
+    """A Python regular expression with ``\\d``, ``\\w`` and ``\\s`` written out as Python's code points.
+
+    ``target="js"`` writes them as ``\\u{...}`` for a JavaScript ``RegExp`` with the ``u`` flag (whose own
+    ``\\w`` is ASCII only), ``"python"`` as ``\\U........`` (to check the translation in Python).
+    Raises ``ValueError`` for what it does not translate (other escapes, ``(?`` groups other than ``(?:``).
+    """
+    if target not in ("js", "python"):
+        raise ValueError(f"target must be 'js' or 'python', got {target!r}")
+    esc = (lambda c: f"\\u{{{c:x}}}") if target == "js" else (lambda c: f"\\U{c:08x}")  # noqa: E731
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            n = pattern[i + 1:i + 2]
+            if n in ("d", "w", "s"):
+                body = "".join(esc(lo) + (f"-{esc(hi)}" if hi > lo else "") for lo, hi in _class_ranges(n))
+                out.append(body if in_class else f"[{body}]")
+            elif n and n in _SYNTAX:
+                out.append(c + n)
+            else:
+                raise ValueError(f"translate_pattern does not translate the escape \\{n} in {pattern!r}")
+            i += 2
+            continue
+        if c == "(" and pattern[i + 1:i + 2] == "?" and pattern[i + 2:i + 3] != ":":
+            raise ValueError(f"translate_pattern translates only (?: groups, got {pattern[i:i + 4]!r} in {pattern!r}")
+        if c == "[" and not in_class:
+            in_class = True
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def reading_rules(reading: str = "grammar") -> dict:
     """:func:`read_english`'s rules as data, for the page's JavaScript (one source of truth).
 
-    ``whitespace`` lists every code point Python's ``str.split()`` splits on (JavaScript's ``\\s``
-    is another set), ``split_before`` the characters that become words of their own.
+    ``"grammar"``: ``whitespace`` lists every code point Python's ``str.split()`` splits on (JavaScript's
+    ``\\s`` is another set), ``split_before`` the characters that become words of their own.
+    ``"hsk"``: ``normalize`` (the Unicode form), ``replace`` (pairs, in order), then lower case, then
+    every match of ``pattern`` (:func:`translate_pattern` of :func:`~transformer_lite.book.real_data.tokenize_english`'s
+    expression, for ``RegExp(pattern, flags)``). ``join``: what the Chinese tokens are joined with.
     """
-    return {"whitespace": [c for c in range(0x110000) if chr(c).isspace()], "split_before": SPLIT_BEFORE}
+    if _check_reading(reading) == "grammar":
+        return {"kind": "split", "whitespace": [c for c in range(0x110000) if chr(c).isspace()],
+                "split_before": SPLIT_BEFORE, "join": " "}
+    from . import real_data
+
+    return {"kind": "pattern", "normalize": real_data.ENGLISH_NORMAL_FORM,
+            "replace": [[a, b] for a, b in real_data.ENGLISH_APOSTROPHES.items()],
+            "pattern": translate_pattern(real_data._ENGLISH_TOKEN.pattern), "flags": "gu", "join": ""}
+
+
+def _join(reading: str) -> str:
+    return "" if reading == "hsk" else " "  # the real translator writes characters: no spaces in Chinese
+
+
+# -- the shipped translators --------------------------------------------------------------------
+
+def _check_key(key) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a str, one of {tuple(SHIPPED)}, got {type(key).__name__}")
+    if key not in SHIPPED:
+        raise ValueError(f"key must be one of {tuple(SHIPPED)}, got {key!r}")
+    return key
+
+
+def shipped_key(data) -> str:
+    """The shipped translator whose data reads English as ``data`` does: ``"grammar"`` or ``"real"``."""
+    reading = reading_of(data)
+    return next(k for k, r in SHIPPED_READING.items() if r == reading)
+
+
+def shipped_translator(key: str):
+    """The shipped translator ``key`` (``"grammar"`` or ``"real"``): ``(model, data)``, on the CPU, in eval mode."""
+    if _check_key(key) == "real":
+        from .real_translator import real_translator
+
+        model, data, _ = real_translator()
+    else:
+        from .pretrained import tiny_translator
+
+        model, data, _ = tiny_translator()
+    return model.eval(), data
+
+
+def shipped_examples(key: str, data=None) -> list[str]:
+    """The box's examples for a shipped translator the cell did not pass: its first held-out sentences
+    (the real ones as the data writes them, with capitals and punctuation)."""
+    if _check_key(key) == "real":
+        from .real_data import split_pairs
+
+        return [p.english for p in split_pairs()["test"][:N_EXAMPLES]]
+    data = data if data is not None else shipped_translator(key)[1]
+    return [en for en, _ in data.test_pairs[:N_EXAMPLES]]
 
 
 def _until_eos(ids: list[int]) -> list[int]:
@@ -97,7 +250,8 @@ def translation_details(model, data, text: str, beam_size: int = 4, top_k: int =
     """
     if not isinstance(beam_size, int) or isinstance(beam_size, bool) or not 1 <= beam_size <= MAX_BEAM:
         raise ValueError(f"beam_size must be an int in [1, {MAX_BEAM}], got {beam_size!r}")
-    words, ids, unknown = read_english(text, data.src_vocab, model.max_len)
+    reading = reading_of(data)
+    words, ids, unknown = read_english(text, data.src_vocab, model.max_len, reading)
     src = torch.tensor([ids])
     g = greedy_decode(model, src, MAX_NEW_TOKENS, BOS, EOS)[0].tolist()
     b = beam_search(model, src, beam_size, MAX_NEW_TOKENS, BOS, EOS, length_penalty=LENGTH_PENALTY)[0].tolist()
@@ -115,8 +269,10 @@ def translation_details(model, data, text: str, beam_size: int = 4, top_k: int =
     p, i = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
     itos = data.tgt_vocab.itos
     steps = [[[itos[j], float(q)] for j, q in zip(row_i, row_p)] for row_i, row_p in zip(i.tolist(), p.tolist())]
+    join = _join(reading)
     return dict(text=text, words=words, unknown=unknown, greedy=greedy, beam=beam, beam_size=beam_size,
-                greedy_text=data.tgt_vocab.decode(greedy), beam_text=data.tgt_vocab.decode(beam),
+                greedy_text=join.join(data.tgt_vocab.decode(greedy, join=False)),
+                beam_text=join.join(data.tgt_vocab.decode(beam, join=False)),
                 steps=steps, cross=cross.tolist())
 
 
@@ -125,42 +281,76 @@ def translation_details(model, data, text: str, beam_size: int = 4, top_k: int =
 _PROMPT = "Type an English sentence (the model's words are listed below the box), or pick an example."
 
 
+def _load_note(mb: int) -> str:
+    return f"The model runs in your browser; it loads (about {mb} MB) when you first use the box."
+
+
+def _offered(model, data, examples) -> dict:
+    """key -> (model, data, examples) for every shipped translator: the cell's own for its key, the shipped
+    one with its first held-out sentences for the other."""
+    cell = shipped_key(data)
+    offered = {}
+    for key in SHIPPED:
+        if key == cell:
+            offered[key] = (model, data, examples)
+        else:
+            m, d = shipped_translator(key)
+            offered[key] = (m, d, shipped_examples(key, d))
+    return offered
+
+
 def translator_box_html(model, data, examples, beam_size: int = 4, assets: str = "_static/tl/translator/") -> str:
     """The static page's box: controls and an empty result, which ``tl-translator.js`` brings to life.
 
-    Nothing is computed here and nothing heavy is loaded with the page: the script loads the model
-    (ONNX Runtime Web and the exported translator, ``assets`` under the site's root) on first use.
+    It offers every shipped translator (:data:`SHIPPED`) with a selector, each with its own examples and
+    word list; it opens on the one whose data ``data`` is (:func:`shipped_key`), with ``examples``.
+    Nothing is computed here and nothing heavy is loaded with the page: the script loads ONNX Runtime Web
+    and the selected model's file (``assets`` under the site's root) on first use, the other model's file
+    only if the reader selects it.
     """
     examples = _check_examples(examples)
+    cell = shipped_key(data)
+    offered = _offered(model, data, examples)
+    models = {key: dict(label=SHIPPED[key], examples=ex, layers=m.config.num_decoder_layers, heads=m.config.nhead,
+                        download_mb=DOWNLOAD_MB[key], model_mb=MODEL_MB[key])
+              for key, (m, _, ex) in offered.items()}
+    settings = dict(assets=assets, model=cell, models=models, beam=beam_size, max_beam=MAX_BEAM,
+                    max_new_tokens=MAX_NEW_TOKENS, length_penalty=LENGTH_PENALTY, top_k=TOP_K)
+    hidden = lambda key: "" if key == cell else " hidden"  # noqa: E731
+    model_opts = "".join(f'<option value="{k}"{" selected" if k == cell else ""}>{html.escape(label)}</option>'
+                         for k, label in SHIPPED.items())
+    example_rows = "".join(
+        f'<div class="tl-tr-row tl-tr-examples" data-tl-model="{k}"{hidden(k)}><span>Examples:</span>'
+        + "".join(f'<button type="button" class="tl-tr-example">{html.escape(e)}</button>' for e in ex) + "</div>"
+        for k, (_, _, ex) in offered.items())
+    word_lists = "".join(
+        f'<details class="tl-tr-vocab" data-tl-model="{k}"{hidden(k)}><summary>{html.escape(SHIPPED[k])}: '
+        f'the English words it knows ({len(d.src_vocab.itos) - 4})</summary>'
+        f'<p>{html.escape(" ".join(sorted(d.src_vocab.itos[4:])))}</p></details>'
+        for k, (_, d, _) in offered.items())
     cfg = model.config
-    settings = dict(assets=assets, download_mb=DOWNLOAD_MB, examples=examples, beam=beam_size, max_beam=MAX_BEAM,
-                    layers=cfg.num_decoder_layers,
-                    heads=cfg.nhead, max_new_tokens=MAX_NEW_TOKENS, length_penalty=LENGTH_PENALTY, top_k=TOP_K)
-    words = " ".join(sorted(data.src_vocab.itos[4:]))
-    buttons = "".join(f'<button type="button" class="tl-tr-example">{html.escape(e)}</button>' for e in examples)
-    layer_opts = "".join(f'<option value="{n}">{n + 1}</option>' for n in range(cfg.num_decoder_layers))
+    layer_opts = "".join(f'<option value="{n}"{" selected" if n == cfg.num_decoder_layers - 1 else ""}>{n + 1}</option>'
+                         for n in range(cfg.num_decoder_layers))
     head_opts = "".join(f'<option value="{n}">{n + 1}</option>' for n in range(cfg.nhead))
-    last = cfg.num_decoder_layers - 1
-    layer_opts = layer_opts.replace(f'value="{last}"', f'value="{last}" selected')
     # "<" as \u003c: nothing inside the JSON can end or open a <script> (the examples are the author's, but still)
     data_json = json.dumps(settings, ensure_ascii=False).replace("<", "\\u003c")
     return (
-        '<div class="tl-translator">'
+        f'<div class="tl-translator" data-tl-model="{cell}">'
         f'<script type="application/json" class="tl-tr-settings">{data_json}</script>'
+        f'<div class="tl-tr-row"><label>Translator <select class="tl-tr-model">{model_opts}</select></label></div>'
         '<div class="tl-tr-row"><label>English <input type="text" class="tl-tr-input" autocomplete="off" '
         f'spellcheck="false" value="{html.escape(examples[0])}"></label>'
         '<button type="button" class="tl-tr-go">Translate</button></div>'
-        f'<div class="tl-tr-row tl-tr-examples"><span>Examples:</span>{buttons}</div>'
+        f'{example_rows}'
         '<div class="tl-tr-row">'
         f'<label>beam size <input type="range" class="tl-tr-beam" min="1" max="{MAX_BEAM}" value="{beam_size}">'
         f'<output class="tl-tr-beam-value">{beam_size}</output></label>'
         f'<label>cross-attention layer <select class="tl-tr-layer">{layer_opts}</select></label>'
         f'<label>head <select class="tl-tr-head">{head_opts}</select></label></div>'
         f'<p class="tl-tr-status" role="status" aria-live="polite">{html.escape(_PROMPT)} '
-        f'The model runs in your browser; it loads (about {DOWNLOAD_MB} MB) when you first use the box.</p>'
+        f'{html.escape(_load_note(DOWNLOAD_MB[cell]))}</p>'
         '<div class="tl-tr-result"></div>'
-        f'<details class="tl-tr-vocab"><summary>The model\'s English words</summary><p>{html.escape(words)}</p>'
-        '</details><noscript>The translator needs JavaScript.</noscript>'
+        f'{word_lists}<noscript>The translator needs JavaScript.</noscript>'
         "<script>(function(){if(window.tlTranslatorLoading)return;window.tlTranslatorLoading=1;"
         "var s=document.createElement('script');"
         "s.src=(document.documentElement.dataset.content_root||'')+'_static/tl/tl-translator.js';"
@@ -180,7 +370,11 @@ def _describe(details: dict) -> str:
 
 
 def translator_box(model, data, examples, beam_size: int = 4) -> None:
-    """Show the translator box: live ipywidgets in Jupyter/Colab, the in-browser model on the static site."""
+    """Show the translator box: live ipywidgets in Jupyter/Colab, the in-browser model on the static site.
+
+    Both offer every shipped translator (:data:`SHIPPED`), opening on the one ``data`` belongs to
+    (:func:`shipped_key`) with ``model`` and ``examples``; the other is loaded when the reader selects it.
+    """
     from IPython.display import HTML, display
 
     if static_mode():
@@ -192,7 +386,11 @@ def translator_box(model, data, examples, beam_size: int = 4) -> None:
     from .plotting import attention_heatmap
 
     examples = _check_examples(examples)
+    cell = shipped_key(data)
+    offered = {cell: (model, data, examples)}  # the other translator joins when it is selected
     cfg = model.config
+    which = widgets.Dropdown(options=[(label, k) for k, label in SHIPPED.items()], value=cell,
+                             description="translator", layout=widgets.Layout(width="max-content"))
     box = widgets.Text(value=examples[0], description="English", continuous_update=False,
                        layout=widgets.Layout(width="100%"))
     pick = widgets.Dropdown(options=examples, value=examples[0], description="examples")
@@ -201,24 +399,50 @@ def translator_box(model, data, examples, beam_size: int = 4) -> None:
                              value=cfg.num_decoder_layers - 1, description="layer")
     head = widgets.Dropdown(options=[(str(n + 1), n) for n in range(cfg.nhead)], value=0, description="head")
     out = widgets.Output()
+    switching = []  # non-empty while the controls are being reset for another translator
 
     def run(*_):
+        if switching:
+            return
+        m, d, _ = offered[which.value]
         out.clear_output(wait=True)
         with out:
             try:
-                d = translation_details(model, data, box.value, beam_size=beam.value)
+                details = translation_details(m, d, box.value, beam_size=beam.value)
             except ValueError as e:
                 print(e)
                 return
-            print(_describe(d))
-            rows = [data.tgt_vocab.itos[i] for i in d["greedy"]]
-            w = torch.tensor(d["cross"][layer.value][head.value])
-            attention_heatmap(w, rows, d["words"], title=f"cross-attention, layer {layer.value + 1}, "
+            print(_describe(details))
+            rows = [d.tgt_vocab.itos[i] for i in details["greedy"]]
+            w = torch.tensor(details["cross"][layer.value][head.value])
+            attention_heatmap(w, rows, details["words"], title=f"cross-attention, layer {layer.value + 1}, "
                               f"head {head.value + 1} (rows: the greedy output)")
             plt.show()
 
+    def switch(change):
+        key = change["new"]
+        if key not in offered:
+            out.clear_output(wait=True)
+            with out:
+                print(f"Loading {SHIPPED[key]}...")
+            m, d = shipped_translator(key)
+            offered[key] = (m, d, shipped_examples(key, d))
+        m, _, ex = offered[key]
+        switching.append(1)
+        try:
+            pick.options, pick.value, box.value = ex, ex[0], ex[0]
+            layer.options = [(str(n + 1), n) for n in range(m.config.num_decoder_layers)]
+            layer.value = m.config.num_decoder_layers - 1
+            head.options = [(str(n + 1), n) for n in range(m.config.nhead)]
+            head.value = 0
+        finally:
+            switching.clear()
+        run()
+
     for w in (box, beam, layer, head):
         w.observe(run, names="value")
-    pick.observe(lambda ch: setattr(box, "value", ch["new"]), names="value")
-    display(widgets.VBox([pick, box, widgets.HBox([beam, layer, head]), out]))
+    which.observe(switch, names="value")
+    pick.observe(lambda ch: setattr(box, "value", ch["new"]) if not switching and ch["new"] is not None else None,
+                 names="value")
+    display(widgets.VBox([which, pick, box, widgets.HBox([beam, layer, head]), out]))
     run()
