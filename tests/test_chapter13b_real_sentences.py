@@ -56,22 +56,27 @@ def test_level_1_is_translated_far_better_than_the_others(shipped):
     assert by_level["1"]["bleu"] > 1.5 * max(v["bleu"] for k, v in by_level.items() if k != "1")
 
 
-def test_one_unknown_word_costs_a_large_share_of_the_score(shipped):
-    # the chapter's intervention: sentences without <unk>, one content word turned into <unk>, nothing else changed
+def test_one_unknown_word_lowers_the_score_in_every_draw(shipped):
+    # the chapter's intervention: sentences without <unk>, one content word turned into <unk>, nothing else changed;
+    # the chapter draws 5 times from book_seed(); here seeds 0-9 in two groups of five
     model, data, _, _, hyps, refs = shipped
     known = [i for i in range(len(data.test_pairs)) if not (data.test_src[i] == UNK).any()]
+    known_data = dataclasses.replace(data, test_pairs=[data.test_pairs[i] for i in known])
     assert len(known) > 100
-    for seed in (0, 1, 2):  # the word is chosen at random: the claim must not depend on which
+    before = 100 * corpus_bleu([hyps[i] for i in known], [refs[i] for i in known]).score
+    after = []
+    for seed in range(10):
         rng = np.random.default_rng(seed)
         src = data.test_src[known].clone()
         for row in src:
             content = [j for j, t in enumerate(row.tolist()) if t > UNK and data.src_vocab.itos[t].isalpha()]
             row[rng.choice(content)] = UNK
-        masked = rt.translate_split(model, dataclasses.replace(data, test_src=src,
-                                                               test_pairs=[data.test_pairs[i] for i in known]))
-        after = 100 * corpus_bleu([characters(o.replace("<unk>", "")) for o in masked], [refs[i] for i in known]).score
-        before = 100 * corpus_bleu([hyps[i] for i in known], [refs[i] for i in known]).score
-        assert after < 0.8 * before, (seed, before, after)
+        masked = rt.translate_split(model, dataclasses.replace(known_data, test_src=src))
+        after.append(100 * corpus_bleu([characters(o.replace("<unk>", "")) for o in masked],
+                                       [refs[i] for i in known]).score)
+    assert max(after) < before, after
+    for group in (after[:5], after[5:]):
+        assert np.mean(group) < 0.85 * before, (before, after)
 
 
 def test_the_failure_kinds_the_chapter_counts_are_the_reports(shipped):
@@ -87,10 +92,31 @@ def base():
     return rt.baseline_results()
 
 
-def test_every_transformer_run_beats_every_baseline_run_in_bleu(base):
-    t, g, n, dic = base["transformer"], base["gru"], base["no_positions"], base["dictionary"]
-    assert t["bleu"]["min"] > g["bleu"]["max"] and t["bleu"]["min"] > n["bleu"]["max"]
+def test_every_transformer_run_beats_every_gru_run_in_bleu_even_at_equal_time(base):
+    t, g, g2, n, dic = (base[k] for k in ("transformer", "gru", "gru_equal_time", "no_positions", "dictionary"))
+    assert t["bleu"]["min"] > max(g["bleu"]["max"], g2["bleu"]["max"])
     assert min(g["bleu"]["min"], n["bleu"]["min"]) > dic["bleu"]
+    # "equal time": the GRU's longer runs took about the Transformer's CPU time (within a fifth)
+    assert all(r["steps"] == rt.equal_time_steps(base) > rt.REAL_RECIPE.steps for r in g2["runs"])
+    assert abs(g2["cpu_seconds"]["mean"] / t["cpu_seconds"]["mean"] - 1) < 0.2
+
+
+def test_the_model_without_positions_is_within_the_transformers_spread(base):
+    t, n = base["transformer"], base["no_positions"]
+    assert n["bleu"]["max"] > t["bleu"]["min"]
+
+
+def test_the_shipped_transformer_reads_the_word_order(shipped):
+    model, data, report, _, _, refs = shipped
+    for seed in (0, 1, 2):  # shuffle the English words of every test sentence, nothing else
+        rng = np.random.default_rng(seed)
+        src = data.test_src.clone()
+        for row in src:
+            n_words = int((row != 0).sum())
+            row[:n_words] = row[:n_words][torch.from_numpy(rng.permutation(n_words))]
+        out = rt.translate_split(model, dataclasses.replace(data, test_src=src))
+        bleu = 100 * corpus_bleu([characters(o.replace("<unk>", "")) for o in out], refs).score
+        assert bleu < 0.85 * report["scores"]["bleu"], (seed, bleu)
 
 
 def test_the_dictionary_is_close_in_chrf_and_far_behind_in_bleu(base):

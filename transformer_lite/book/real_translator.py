@@ -395,13 +395,31 @@ CURVE_SIZES = (400, 800, 1600)  # training pairs of the data-size curve (+ the f
 
 
 def _measure_task(task: tuple) -> dict:
-    """One run of :func:`write_baselines`, in a worker process: ``(kind, seed, n_train or None)``."""
-    kind, seed, n_train = task
-    data = data_for(REAL_RECIPE)
+    """One run of :func:`write_baselines`, in a worker process: ``(kind, seed, n_train or None[, steps])``."""
+    kind, seed, n_train, *steps = task
+    recipe = dataclasses.replace(REAL_RECIPE, steps=steps[0]) if steps else REAL_RECIPE
+    data = data_for(recipe)
     if n_train is not None:
         data = subset(data, n_train, seed=0)
-    row = measure_one(kind, seed, REAL_RECIPE, data, threads=1)
+    row = measure_one(kind, seed, recipe, data, threads=1)
     return dict(row, n_train=len(data.train_pairs))
+
+
+def equal_time_steps(result: dict) -> int:
+    """The GRU's steps in the Transformer's CPU time: the recipe's steps x (Transformer / GRU CPU seconds), to 100."""
+    ratio = result["transformer"]["cpu_seconds"]["mean"] / result["gru"]["cpu_seconds"]["mean"]
+    return int(round(REAL_RECIPE.steps * ratio / 100) * 100)
+
+
+def add_gru_equal_time(result: dict, seeds=(0, 1, 2), jobs: int = 2) -> dict:
+    """The GRU trained for as much CPU time as the Transformer (:func:`equal_time_steps`), every seed: ``gru_equal_time``."""
+    import concurrent.futures
+    import multiprocessing
+
+    steps = equal_time_steps(result)
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        rows = list(pool.map(_measure_task, [("gru", s, None, steps) for s in seeds]))
+    return dict(result, gru_equal_time=dict(runs=rows, **_summary(rows)))
 
 
 def _shipped_row() -> dict | None:
@@ -421,7 +439,8 @@ def write_baselines(seeds=(0, 1, 2), jobs: int = 2, curve=CURVE_SIZES) -> dict:
     """Measure every baseline and the data-size curve, and write ``assets/real_baselines.json`` (``make real-baselines``).
 
     IBM Model 1 once (deterministic); each neural kind of :data:`KINDS` with every seed; the Transformer (seed 0) on
-    random subsets of ``curve`` training pairs. Every run trains on one thread; ``jobs`` runs at a time in worker
+    random subsets of ``curve`` training pairs; then the GRU again, every seed, for the Transformer's CPU time
+    (:func:`add_gru_equal_time`). Every run trains on one thread; ``jobs`` runs at a time in worker
     processes. The Transformer with the recipe's seed is the shipped model's training when the shipped report was
     made with this recipe on one thread (the same run), else trained again.
     """
@@ -455,7 +474,9 @@ def write_baselines(seeds=(0, 1, 2), jobs: int = 2, curve=CURVE_SIZES) -> dict:
              "inflated by that load; cpu_seconds is the training thread's own CPU time, the fairer comparison of "
              "cost. Scores are 0-100, corpus BLEU and chrF on Chinese characters, greedy decoding.",
         data=dict(name=real_data.DATASET_NAME, version=real_data.DATASET_VERSION, license=real_data.DATASET_LICENSE),
-        command="make real-baselines", jobs=jobs, total_seconds=round(time.perf_counter() - start, 1)))
+        command="make real-baselines", jobs=jobs))
+    result = add_gru_equal_time(result, seeds, jobs)
+    result["total_seconds"] = round(time.perf_counter() - start, 1)
     SHIPPED_BASELINES.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return result
 
