@@ -6,8 +6,8 @@
 #   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package)
 #   make translator  train the book's translator (RECIPE) and write the weights the package ships
 #   make capstone  measure chapter 13's baselines, systematic split and data-size curve (assets/capstone_baselines.json)
-#   make grammar-lab  chapter 13's laboratory: subject-object swaps, a length split, a systematic split, a data-size
-#               curve, each with its intervention; 3 seeds, one thread (assets/grammar_lab.json, ~25 min)
+#   make grammar-lab  chapter 13's laboratory: subject-object swaps, a systematic split, new verb-object pairs, a length
+#               split, a data-size curve, each with its intervention; 3 seeds, one thread (assets/grammar_lab.json; 12 min on a free core)
 #   make real-translator  train the translator of real sentences (HSK pairs; RealRecipe) and write its shipped weights and report
 #   make real-baselines   measure it against IBM-1, the GRU and the no-position Transformer, 3 seeds (assets/real_baselines.json)
 SHELL := /bin/bash
@@ -66,7 +66,7 @@ translator: $(STAMP)
 capstone: $(STAMP)
 	$(PY) -m transformer_lite.book.capstone
 
-# nice: it runs for about 25 minutes on one core; the results do not depend on the priority.
+# nice: it runs for about 12 minutes on one core (longer on a busy machine); the results do not depend on the priority.
 grammar-lab: $(STAMP)
 	nice $(PY) -m transformer_lite.book.grammar_lab
 

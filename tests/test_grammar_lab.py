@@ -170,6 +170,12 @@ def test_the_shipped_results_have_every_experiment_seed_and_spread(shipped):
             assert list(rows) == [str(k) for k in ks] and all(stats_ok(r["accuracy"]) for r in rows.values())
     for rows in shipped["curve"]["results"].values():
         assert list(rows) == [str(n) for n in lab.SIZES] and all(stats_ok(r["accuracy"]) for r in rows.values())
+    for rows in shipped["curve"]["longer"]["results"].values():
+        assert list(rows) == [str(n) for n in lab.LONGER_SIZES] and all(stats_ok(r["accuracy"]) for r in rows.values())
+    for rows in shipped["cooccurrence"]["results"].values():
+        assert list(rows) == [str(k) for k in lab.CROSSED_KS]
+        assert all(stats_ok(r["accuracy"]) and stats_ok(r["seen_verb"]) for r in rows.values())
+    assert shipped["total_seconds"] == pytest.approx(sum(shipped[k]["seconds"] for k in lab.EXPERIMENTS), abs=0.2)
     assert shipped["systematic"]["n_test"] == len(lab.HELD_OUT) * lab.N_TEST_PER_COMBINATION
 
 
@@ -178,3 +184,22 @@ def test_the_trained_no_position_models_gave_one_translation_per_swap_pair(shipp
     n = shipped["swaps"]["n_test_pairs"]
     assert r["identical_pairs"]["per_seed"] == [n] * len(lab.SEEDS) and all(r["at_most_one_right"])
     assert r["pair_accuracy"]["max"] == 0 and r["sentence_accuracy"]["max"] <= 0.5
+
+
+def test_crossed_pairs_are_new_verb_object_pairs_and_the_split_adds_k_of_each():
+    grammar = {zh for _, zh in all_translation_pairs()}
+    for name, (old_en, new_en, old_zh, new_zh) in lab.CROSSED.items():
+        pairs = lab.crossed_pairs(name)
+        assert len(pairs) > lab.N_TEST_PER_CROSSED + max(lab.CROSSED_KS)
+        assert all(new_en in en.split() and new_zh in zh.split() and zh not in grammar for en, zh in pairs)
+        # in the grammar the new object comes only with its own verb
+        assert all(lab.SEEN_VERB[name] in zh.split() for en, zh in all_translation_pairs() if new_en in en.split()
+                   and " is " not in f" {en} " and "have" not in en.split() and "has" not in en.split())
+    data = lab.cooccurrence_split(seed=1, k=2)
+    crossed = {p: n for n in lab.CROSSED for p in lab.crossed_pairs(n)}
+    assert collections.Counter(crossed.get(p) for p in data.train_pairs) == dict(
+        {None: lab.N_GRAMMAR}, **{n: 2 for n in lab.CROSSED})
+    assert [crossed[p] for p in data.test_pairs] == [n for n in lab.CROSSED for _ in range(lab.N_TEST_PER_CROSSED)]
+    assert lab.cooccurrence_split(seed=1, k=0).test_pairs == data.test_pairs
+    with pytest.raises(ValueError, match="name must be one of"):
+        lab.crossed_pairs("eat + tea")

@@ -14,8 +14,11 @@ book's recipe (batch size, label smoothing, warm-up) for :data:`STEPS` steps (fe
   least :data:`MIN_TEST_WORDS`; the intervention adds k long training sentences (:data:`LONG_KS`).
 * ``systematic``: four combinations (:data:`HELD_OUT`) never seen in training, :data:`N_TEST_PER_COMBINATION`
   test sentences each; the intervention adds k training sentences of each combination (:data:`SYSTEMATIC_KS`).
+* ``cooccurrence``: three verb-object pairs the grammar never makes (:data:`CROSSED`: "watch football", where
+  training shows football only with play, 踢); the intervention adds k training sentences of each (:data:`CROSSED_KS`).
 * ``curve``: held-out exact match on the same 500 sentences against the number of training pairs
-  (:data:`SIZES`), each size with its own step count (:data:`CURVE_STEPS`).
+  (:data:`SIZES`), each size with its own step count (:data:`CURVE_STEPS`); the intervention trains the three
+  smallest for :data:`LONGER_STEPS` steps (``longer``).
 
 Every number is stored per seed (``per_seed``, in the order of :data:`SEEDS`) with its mean, min and max.
 """
@@ -63,9 +66,24 @@ N_TEST_PER_COMBINATION = 40  # balanced: the same number of test sentences for e
 N_SYSTEMATIC_TRAIN = 3000
 SYSTEMATIC_KS = (0, 2, 8)  # training sentences added of each held-out combination
 
+# Co-occurrence: in the grammar every object comes with one verb (tv with watch, letters with write, fruit with
+# buy). These verb-object pairs are new: the object is one that training shows only with another verb.
+CROSSED = {  # name: (English object replaced, by, Chinese object replaced, by)
+    "watch + football": ("tv", "football", "电视", "足球"),
+    "write + books": ("letters", "books", "信", "书"),
+    "buy + tea": ("fruit", "tea", "水果", "茶"),
+}
+SEEN_VERB = {"watch + football": "踢", "write + books": "看", "buy + tea": "喝"}  # the new object's verb in the grammar
+N_TEST_PER_CROSSED = 40
+CROSSED_KS = (0, 2, 8, 32)  # training sentences added of each new verb-object pair
+
 SIZES = (50, 100, 200, 500, 1000, 4000)
 CURVE_STEPS = {50: 100, 100: 100, 200: 150, 500: 150, 1000: 200, 4000: 200}  # fewer steps for tiny data sets
 N_CURVE_TEST = 500
+# The intervention on the curve's low end: the same small data sets, trained for as many steps as the rest (does the
+# difference there come from the step count, i.e. from the Transformer's warm-up of 100 steps?).
+LONGER_SIZES, LONGER_STEPS = (50, 100, 200), 300
+EXPERIMENTS = ("swaps", "systematic", "cooccurrence", "length", "curve")
 
 
 def combination(en: str, zh: str) -> str | None:
@@ -152,6 +170,40 @@ def systematic_split(seed: int = 0, k: int = 0, n_train: int = N_SYSTEMATIC_TRAI
                              f"outside the test), got {k}")
         test += pool[:N_TEST_PER_COMBINATION]
         train += pool[N_TEST_PER_COMBINATION:N_TEST_PER_COMBINATION + k]
+    rng.shuffle(train)
+    return translation_split(train, test, swaps=True)
+
+
+def crossed_pairs(name: str) -> list[tuple[str, str]]:
+    """The sentences of the grammar with one object of :data:`CROSSED` replaced: "she watches tv" becomes
+    "she watches football" -> 她 看 足球, a verb-object pair the grammar never makes."""
+    if name not in CROSSED:
+        raise ValueError(f"name must be one of {sorted(CROSSED)}, got {name!r}")
+    old_en, new_en, old_zh, new_zh = CROSSED[name]
+    return [(" ".join(new_en if w == old_en else w for w in en.split()),
+             " ".join(new_zh if w == old_zh else w for w in zh.split()))
+            for en, zh in all_translation_pairs() if old_en in en.split()]
+
+
+def cooccurrence_split(seed: int = 0, k: int = 0, n_train: int = N_GRAMMAR) -> TranslationData:
+    """Training: ``n_train`` pairs of the grammar (where each object comes with one verb) plus ``k`` pairs of each
+    new verb-object pair of :data:`CROSSED`; test: :data:`N_TEST_PER_CROSSED` other pairs of each (the same for
+    every ``k`` of a seed), in the order of :data:`CROSSED`."""
+    _check_seed_k(seed, k)
+    check_positive_int("n_train", n_train)
+    rng = random.Random(seed)
+    pairs = all_translation_pairs()
+    rng.shuffle(pairs)
+    if n_train > len(pairs):
+        raise ValueError(f"n_train must be at most {len(pairs)}, got {n_train}")
+    train, test = pairs[:n_train], []
+    for name in CROSSED:
+        pool = crossed_pairs(name)
+        rng.shuffle(pool)
+        if k > len(pool) - N_TEST_PER_CROSSED:
+            raise ValueError(f"k must be at most {len(pool) - N_TEST_PER_CROSSED}, got {k}")
+        test += pool[:N_TEST_PER_CROSSED]
+        train += pool[N_TEST_PER_CROSSED:N_TEST_PER_CROSSED + k]
     rng.shuffle(train)
     return translation_split(train, test, swaps=True)
 
@@ -296,6 +348,37 @@ def run_systematic(log=print, kinds=("transformer", "gru")) -> dict:
                 n_test_per_combination=N_TEST_PER_COMBINATION, ks=list(SYSTEMATIC_KS), steps=STEPS, results=results)
 
 
+def run_cooccurrence(log=print, kinds=("transformer", "gru")) -> dict:
+    results = {}
+    for kind in kinds:
+        results[kind] = {}
+        for k in CROSSED_KS:
+            runs = []
+            for seed in SEEDS:
+                data = cooccurrence_split(seed, k)
+                outputs, r = _run(kind, data, seed, STEPS)
+                names = [n for n in CROSSED for _ in range(N_TEST_PER_CROSSED)]
+                r["by_pair"] = {n: sum(ok for ok, m in zip(r["right"], names) if m == n) / N_TEST_PER_CROSSED
+                                for n in CROSSED}
+                # how often the model wrote the verb that training paired with the new object
+                r["seen_verb"] = sum(SEEN_VERB[m] in o.split() for o, m in zip(outputs, names)) / len(names)
+                if k == 0 and seed == SEEDS[0]:
+                    r["errors"] = [[en, zh, o] for o, (en, zh), ok in zip(outputs, data.test_pairs, r["right"])
+                                   if not ok][:: N_TEST_PER_CROSSED // 2][:6]
+                runs.append(r)
+                log(f"  cooccurrence {kind:<12} k={k:<3} seed {seed}: {r['accuracy']:.3f}, seen verb "
+                    f"{r['seen_verb']:.3f} ({r['cpu_seconds']:.0f} s)")
+            row = dict(_collect(runs, ("accuracy", "seen_verb", "cpu_seconds")),
+                       by_pair={n: _stats([r["by_pair"][n] for r in runs]) for n in CROSSED})
+            if k == 0:
+                row["errors"] = runs[0]["errors"]
+            results[kind][str(k)] = row
+    data = cooccurrence_split(SEEDS[0])
+    return dict(crossed={n: f"{v[1]} ({v[3]}), in the grammar only {v[0]} ({v[2]})" for n, v in CROSSED.items()},
+                n_train=len(data.train_pairs), n_test=len(data.test_pairs), n_test_per_pair=N_TEST_PER_CROSSED,
+                ks=list(CROSSED_KS), steps=STEPS, results=results)
+
+
 def run_curve(log=print, kinds=("transformer", "gru")) -> dict:
     results = {}
     for kind in kinds:
@@ -307,24 +390,36 @@ def run_curve(log=print, kinds=("transformer", "gru")) -> dict:
                 runs.append(r)
                 log(f"  curve {kind:<12} n={n:<5} seed {seed}: {r['accuracy']:.3f} ({r['cpu_seconds']:.0f} s)")
             results[kind][str(n)] = _collect(runs, ("accuracy", "cpu_seconds"))
+    longer = {}
+    for kind in kinds:
+        longer[kind] = {}
+        for n in LONGER_SIZES:
+            runs = []
+            for seed in SEEDS:
+                _, r = _run(kind, size_split(n, seed), seed, LONGER_STEPS)
+                runs.append(r)
+                log(f"  curve {kind:<12} n={n:<5} seed {seed}, {LONGER_STEPS} steps: {r['accuracy']:.3f} ({r['cpu_seconds']:.0f} s)")
+            longer[kind][str(n)] = _collect(runs, ("accuracy", "cpu_seconds"))
     return dict(sizes=list(SIZES), steps={str(n): s for n, s in CURVE_STEPS.items()}, n_test=N_CURVE_TEST,
-                results=results)
+                results=results, longer=dict(sizes=list(LONGER_SIZES), steps=LONGER_STEPS, results=longer))
 
 
 def measure(log=print, only: Sequence[str] | None = None, done=None) -> dict:
     """Every experiment of the laboratory (``only``: some of "swaps", "length", "systematic", "curve").
 
     ``done(results)`` is called after each experiment with what is measured so far."""
-    experiments = dict(swaps=run_swaps, systematic=run_systematic, length=run_length, curve=run_curve)
+    experiments = dict(swaps=run_swaps, systematic=run_systematic, cooccurrence=run_cooccurrence, length=run_length,
+                       curve=run_curve)
     if only is not None and not set(only) <= set(experiments):
         raise ValueError(f"only must name experiments among {sorted(experiments)}, got {list(only)}")
     results = {}
     for name, run in experiments.items():
         if only is None or name in only:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             log(f"{name}:")
             results[name] = run(log=log)
             results[name]["seconds"] = round(time.perf_counter() - start, 1)
+            results[name]["cpu_seconds"] = round(time.process_time() - cpu, 1)
             if done is not None:
                 done(_describe(results))
     return _describe(results)
@@ -355,18 +450,24 @@ def _round(x):
 
 
 def write_results(log=print, only: Sequence[str] | None = None) -> dict:
-    """Measure the experiments and write :data:`RESULTS` (what ``make grammar-lab`` runs)."""
-    start, cpu = time.perf_counter(), time.process_time()
+    """Measure the experiments and write :data:`RESULTS` (what ``make grammar-lab`` runs).
+
+    With ``only``, the other experiments' results already in :data:`RESULTS` are kept (re-run one experiment)."""
+    kept = {}
+    if only is not None and RESULTS.exists():
+        kept = {k: v for k, v in grammar_lab_results().items() if k in EXPERIMENTS and k not in only}
 
     def write(results):  # after every experiment: an interrupted run still leaves what it finished
-        results["total_seconds"] = round(time.perf_counter() - start, 1)
-        results["total_cpu_seconds"] = round(time.process_time() - cpu, 1)
+        results = dict(kept, **results)
+        parts = [results[k] for k in EXPERIMENTS if k in results]
+        results["total_seconds"] = round(sum(p["seconds"] for p in parts), 1)  # the sum of the experiments'
+        results["total_cpu_seconds"] = round(sum(p.get("cpu_seconds", 0) for p in parts), 1)
         RESULTS.write_text(json.dumps(_round(results), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
     with num_threads(1):
         results = measure(log, only, done=write)
     write(results)
-    return results
+    return grammar_lab_results()
 
 
 if __name__ == "__main__":  # make grammar-lab
