@@ -8,7 +8,7 @@ import torch
 from transformer_lite.data import all_translation_pairs, subject_object_swaps, translation_split, translation_task
 from transformer_lite.book import grammar_lab as lab
 from transformer_lite.book.capstone import new_model, train_model
-from transformer_lite.book.pretrained import RECIPE
+from transformer_lite.book.pretrained import RECIPE, load_shipped_translator
 
 
 # -- the swap grammar -------------------------------------------------------------------------------
@@ -29,7 +29,8 @@ def test_the_shipped_translators_data_do_not_change_with_the_laboratory():
     plain = all_translation_pairs()
     assert all_translation_pairs(swaps=True)[:len(plain)] == plain
     data = translation_task(RECIPE.n_train, RECIPE.n_test, seed=RECIPE.data_seed)
-    assert len(data.src_vocab) == 87 and len(data.tgt_vocab) == 65  # the shipped model's embedding sizes
+    shipped, _, _ = load_shipped_translator()
+    assert (len(data.src_vocab), len(data.tgt_vocab)) == (shipped.config.src_vocab_size, shipped.config.tgt_vocab_size)
     assert not {w for (en, _), _ in subject_object_swaps() for w in en.split()} <= set(data.src_vocab.itos)
     with pytest.raises(TypeError, match="swaps"):
         all_translation_pairs(swaps="yes")
