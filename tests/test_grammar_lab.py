@@ -141,6 +141,10 @@ def test_swap_scores_counts_sentences_pairs_and_identical_outputs():
     same = [gold[i] for i, _ in pairs for _ in (0, 1)]  # the first sentence's translation, twice
     s = lab.swap_scores(same, data, pairs)
     assert s["sentence_accuracy"] == 0.5 and s["pair_accuracy"] == 0 and s["identical_pairs"] == len(pairs)
+    with pytest.raises(ValueError, match="outputs must hold one translation per test pair"):
+        lab.swap_scores(gold[:-1], data, pairs)
+    with pytest.raises(TypeError, match="sentences"):
+        lab.translate(new_model("gru", data), data, "the cat sees the dog")
 
 
 def test_measure_refuses_unknown_experiments():

@@ -1,4 +1,4 @@
-"""Chapter 13's grammar laboratory: four experiments on which the models differ, each with an intervention.
+"""Chapter 13's grammar laboratory: five experiments on which the models can differ, each with an intervention.
 
 ``make grammar-lab`` (``python -m transformer_lite.book.grammar_lab``) trains every model on one CPU thread,
 3 seeds each, and writes ``assets/grammar_lab.json``; the chapter reads the shipped numbers
@@ -245,6 +245,8 @@ def swap_permutation(sentence: str, swapped: str) -> list[int]:
 
 def translate(model, data: TranslationData, sentences: Sequence[str] | None = None) -> list[str]:
     """The model's greedy translations of ``sentences`` (default: every test sentence of ``data``)."""
+    if isinstance(sentences, str) or not (sentences is None or isinstance(sentences, (list, tuple))):
+        raise TypeError(f"sentences must be a list of English sentences or None, got {type(sentences).__name__}")
     src = data.test_src if sentences is None else data.encode_source(list(sentences))
     out = greedy_decode(model, src, data.test_tgt.shape[1] + 2, BOS, EOS)
     return [data.tgt_vocab.decode(row.tolist()) for row in out]
@@ -252,6 +254,9 @@ def translate(model, data: TranslationData, sentences: Sequence[str] | None = No
 
 def swap_scores(outputs: Sequence[str], data: TranslationData, pairs: Sequence[tuple[int, int]]) -> dict:
     """Exact match on the swap test: per sentence, per pair (both right), and how many pairs got identical outputs."""
+    if len(outputs) != len(data.test_pairs):
+        raise ValueError(f"outputs must hold one translation per test pair of data ({len(data.test_pairs)}), "
+                         f"got {len(outputs)}")
     right = [o == zh for o, (_, zh) in zip(outputs, data.test_pairs)]
     return dict(sentence_accuracy=sum(right) / len(right),
                 pair_accuracy=sum(right[i] and right[j] for i, j in pairs) / len(pairs),
