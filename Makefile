@@ -6,6 +6,8 @@
 #   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package)
 #   make translator  train the book's translator (RECIPE) and write the weights the package ships
 #   make capstone  measure chapter 13's baselines, systematic split and data-size curve (assets/capstone_baselines.json)
+#   make grammar-lab  chapter 13's laboratory: subject-object swaps, a systematic split, new verb-object pairs, a length
+#               split, a data-size curve, each with its intervention; 3 seeds, one thread (assets/grammar_lab.json; 12 min on a free core)
 #   make real-translator  train the translator of real sentences (HSK pairs; RealRecipe) and write its shipped weights and report
 #   make real-baselines   measure it against IBM-1, the GRU and the no-position Transformer, 3 seeds (assets/real_baselines.json)
 SHELL := /bin/bash
@@ -19,7 +21,7 @@ STAMP  := $(VENV)/.installed
 PKG_STAMP := $(VENV)/.package
 PKG_FILES := $(shell find transformer_lite -type f \( -name '*.py' -o -name '*.pt' -o -name '*.json' \) 2>/dev/null)
 
-.PHONY: install book test check test-package bench translator capstone real-translator real-baselines clean
+.PHONY: install book test check test-package bench translator capstone grammar-lab real-translator real-baselines clean
 
 install: $(PKG_STAMP) node_modules/.installed
 
@@ -63,6 +65,10 @@ translator: $(STAMP)
 
 capstone: $(STAMP)
 	$(PY) -m transformer_lite.book.capstone
+
+# nice: it runs for about 12 minutes on one core (longer on a busy machine); the results do not depend on the priority.
+grammar-lab: $(STAMP)
+	nice $(PY) -m transformer_lite.book.grammar_lab
 
 real-translator: $(STAMP)
 	$(PY) -m transformer_lite.book.real_translator

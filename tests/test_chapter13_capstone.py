@@ -218,3 +218,57 @@ def test_the_data_size_curve(measured):
     t, g = curve["transformer"], curve[measured["best_baseline"]]
     assert t["250"] < t["4000"] and g["250"] < g["4000"] and min(t["500"], g["500"]) >= 0.95
     assert t[str(RECIPE.n_train)] == measured["baselines"]["transformer"]["test_accuracy"]
+
+
+# ---- the grammar laboratory (the shipped `make grammar-lab` numbers): what the chapter's prose says on them --------
+
+@pytest.fixture(scope="module")
+def lab():
+    from transformer_lite.book.grammar_lab import grammar_lab_results
+    return grammar_lab_results()
+
+
+def test_the_laboratory_swaps_separate_the_models(lab):
+    swaps = lab["swaps"]
+    no_pos, with_pos, gru = (swaps["results"][k] for k in ("no_positions", "transformer", "gru"))
+    assert no_pos["identical_pairs"]["per_seed"] == [swaps["n_test_pairs"]] * 3 and all(no_pos["at_most_one_right"])
+    assert no_pos["pair_accuracy"]["max"] == 0 and no_pos["sentence_accuracy"]["max"] <= 0.5
+    assert min(with_pos["pair_accuracy"]["min"], gru["pair_accuracy"]["min"]) >= 0.9
+    en, zh, out, en2, zh2, out2 = no_pos["examples"][0]
+    assert out == out2 and zh != zh2 and sorted(en.split()) == sorted(en2.split())
+
+
+def test_the_laboratory_systematic_split_needs_no_example(lab):
+    rows = lab["systematic"]["results"]
+    assert rows["transformer"]["0"]["accuracy"]["min"] == 1.0 and 0.95 <= rows["gru"]["0"]["accuracy"]["min"] < 1.0
+    assert lab["systematic"]["n_test"] == 4 * lab["systematic"]["n_test_per_combination"] == 160
+
+
+def test_the_laboratory_cooccurrence_fails_until_examples_break_it(lab):
+    co, ks = lab["cooccurrence"]["results"], lab["cooccurrence"]["ks"]
+    assert co["gru"]["0"]["accuracy"]["max"] == 0 and co["gru"]["0"]["seen_verb"]["min"] > 0.9
+    t0 = sorted(co["transformer"]["0"]["accuracy"]["per_seed"])
+    assert t0[1] < 0.01 and t0[2] > 0.3 and co["transformer"]["0"]["accuracy"]["mean"] < 0.2
+    for kind in co:
+        means = [co[kind][str(k)]["accuracy"]["mean"] for k in ks]
+        assert means == sorted(means) and co[kind][str(ks[-1])]["accuracy"]["min"] >= 0.9
+
+
+def test_the_laboratory_length_split_fails_until_long_examples_are_added(lab):
+    rows, last = lab["length"]["results"], str(lab["length"]["ks"][-1])
+    for kind in rows:
+        assert rows[kind]["0"]["accuracy"]["max"] < 0.9 and rows[kind][last]["accuracy"]["min"] >= 0.85
+        assert rows[kind]["0"]["accuracy"]["max"] - rows[kind]["0"]["accuracy"]["min"] > 0.1  # "the seeds disagree widely"
+    t, g = rows["transformer"]["0"]["accuracy"], rows["gru"]["0"]["accuracy"]
+    assert t["min"] < g["max"]  # overlapping ranges: the chapter does not rank them at k = 0
+
+
+def test_the_laboratory_curve_differs_only_at_the_low_end(lab):
+    c, longer = lab["curve"]["results"], lab["curve"]["longer"]["results"]
+    for rows in (c, longer):
+        t, g = rows["transformer"], rows["gru"]
+        assert t["50"]["accuracy"]["max"] < g["50"]["accuracy"]["min"]
+        assert t["200"]["accuracy"]["min"] > g["200"]["accuracy"]["max"]
+        assert t["100"]["accuracy"]["max"] >= g["100"]["accuracy"]["min"]  # 100 pairs: the seeds overlap
+    assert min(c["transformer"]["500"]["accuracy"]["min"], c["gru"]["500"]["accuracy"]["min"]) >= 0.95
+    assert lab["curve"]["steps"]["50"] == 100 and lab["curve"]["longer"]["steps"] == 300

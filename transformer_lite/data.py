@@ -259,13 +259,55 @@ def _adjective_sentences():
         yield f"{n_en} is not {a_en}", f"{n_zh} 不 {a_zh}"
 
 
+# -- the laboratory's extension: subject-object swaps (chapter 13) ------------------------------
+# Not part of translation_task (the shipped translator's data): only all_translation_pairs(swaps=True) has them.
+# Animate nouns: (English, Chinese)
+_ACTORS = [("the cat", "猫"), ("the dog", "狗"), ("the bird", "鸟"), ("the teacher", "老师"),
+           ("the child", "孩子"), ("the student", "学生")]
+# Transitive verbs: (base, 3rd person, past, Chinese)
+_TRANSITIVE = [("see", "sees", "saw", "看见"), ("like", "likes", "liked", "喜欢"), ("chase", "chases", "chased", "追"),
+               ("bite", "bites", "bit", "咬"), ("help", "helps", "helped", "帮"), ("follow", "follows", "followed", "跟")]
+
+
+def _swap_sentences():
+    """"the A V the B [TIME]" -> "A [TIME] V [了] B": who does what to whom is only in the word order.
+
+    Yields the sentences of each (A, B) noun pair next to those of (B, A): the same words, another meaning.
+    """
+    forms = [("{a} {v3} {b}", "{a} {v} {b}"), ("{a} {v3} {b} every day", "{a} 每 天 {v} {b}"),
+             ("{a} {past} {b}", "{a} {v} 了 {b}"), ("{a} {past} {b} yesterday", "{a} 昨天 {v} 了 {b}"),
+             ("{a} will {base} {b} tomorrow", "{a} 明天 {v} {b}")]
+    for i, j in itertools.combinations(range(len(_ACTORS)), 2):
+        for (base, v3, past, v), (f_en, f_zh) in itertools.product(_TRANSITIVE, forms):
+            for (a_en, a_zh), (b_en, b_zh) in ((_ACTORS[i], _ACTORS[j]), (_ACTORS[j], _ACTORS[i])):
+                yield (f_en.format(a=a_en, b=b_en, base=base, v3=v3, past=past),
+                       f_zh.format(a=a_zh, b=b_zh, v=v))
+
+
+def subject_object_swaps() -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """The laboratory's swap pairs: ``[((en, zh), (en_swapped, zh_swapped)), ...]``.
+
+    The two English sentences of a pair hold the same words (the same bag of words, e.g. "the cat sees
+    the dog" and "the dog sees the cat") and their translations differ (猫 看见 狗 / 狗 看见 猫).
+    """
+    sentences = list(_swap_sentences())
+    return [(sentences[k], sentences[k + 1]) for k in range(0, len(sentences), 2)]
+
+
 MAX_WORDS = 10  # longer English sentences are left out, to keep the task small
 
 
-def all_translation_pairs() -> list[tuple[str, str]]:
-    """Every (English, Chinese) sentence pair the grammar can make, each English sentence once."""
+def all_translation_pairs(swaps: bool = False) -> list[tuple[str, str]]:
+    """Every (English, Chinese) sentence pair the grammar can make, each English sentence once.
+
+    ``swaps=True`` appends the laboratory's subject-object swaps (:func:`subject_object_swaps`); the book's
+    translator (:func:`translation_task`) is trained on the grammar without them.
+    """
+    if not isinstance(swaps, bool):
+        raise TypeError(f"swaps must be a bool, got {type(swaps).__name__} ({swaps!r})")
     seen, pairs = set(), []
-    for en, zh in itertools.chain(_have_sentences(), _action_sentences(), _adjective_sentences()):
+    parts = [_have_sentences(), _action_sentences(), _adjective_sentences()] + ([_swap_sentences()] if swaps else [])
+    for en, zh in itertools.chain(*parts):
         if en not in seen and len(en.split()) <= MAX_WORDS:
             seen.add(en)
             pairs.append((en, zh))
@@ -327,9 +369,11 @@ def translation_task(n_train: int = 4000, n_test: int = 500, seed: int = 0) -> T
     return TranslationData(src_vocab, tgt_vocab, train_pairs, test_pairs, train_src, train_tgt, test_src, test_tgt)
 
 
-def translation_split(train_pairs: Sequence[tuple[str, str]], test_pairs: Sequence[tuple[str, str]]) -> TranslationData:
+def translation_split(train_pairs: Sequence[tuple[str, str]], test_pairs: Sequence[tuple[str, str]],
+                      swaps: bool = False) -> TranslationData:
     """A :class:`TranslationData` from pairs split by hand; the vocabularies are the whole grammar's, as in
-    :func:`translation_task` (so ids mean the same words in every split).
+    :func:`translation_task` (so ids mean the same words in every split), with the words of the subject-object
+    swaps too when ``swaps=True`` (chapter 13's laboratory).
 
     Raises ``ValueError`` if an English sentence is in both lists.
     """
@@ -340,7 +384,7 @@ def translation_split(train_pairs: Sequence[tuple[str, str]], test_pairs: Sequen
     if shared:
         raise ValueError(f"test_pairs must share no English sentence with train_pairs, got {len(shared)} shared, "
                          f"e.g. {sorted(shared)[0]!r}")
-    pairs = all_translation_pairs()
+    pairs = all_translation_pairs(swaps)
     src_vocab = Vocab(w for en, _ in pairs for w in en.split())
     tgt_vocab = Vocab(w for _, zh in pairs for w in zh.split())
 
