@@ -106,6 +106,12 @@ def test_notebook_is_clean_and_has_its_checks():
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(not c["outputs"] and c["execution_count"] is None for c in code)
     text = "".join("".join(c["source"]) for c in nb["cells"])
-    for needle in ("book_seed()", 'torch.device("meta")', "lm.mask_tokens", "lm.generate", "explore(",
+    for needle in ("book_seed()", 'torch.device("meta")', "lm.mask_tokens", "lm.generate",
+                   "12_inference.ipynb#sampling-temperature-and-top-k",  # chapter 12's control, not a copy
                    "check.exercise_14_1", "check.exercise_14_3", "**Misconception.**"):
         assert needle in text, needle
+    assert "explore(" not in text  # the temperature control lives in chapter 12 only
+    assert "first layer of each stack" not in text  # T5's bias is stored there but added in every layer
+    headings = [h for c in nb["cells"] if c["cell_type"] == "markdown"
+                for h in ["".join(c["source"]).split("\n", 1)[0]] if h.startswith("## ")]
+    assert headings[-3:] == ["## Summary", "## Exercises", "## References"], headings[-3:]
