@@ -38,3 +38,30 @@ def test_rmsnorm_bad_arguments():
         RMSNorm(0)
     with pytest.raises(ValueError, match="x"):
         RMSNorm(8)(torch.randn(2, 7))
+
+
+def test_rotary_scores_depend_only_on_distance():
+    from transformer_lite.modern import rotary
+    torch.manual_seed(2)
+    L, D = 24, 16
+    q, k = torch.randn(D, dtype=torch.float64), torch.randn(D, dtype=torch.float64)
+    Q = rotary(q.expand(1, 1, L, D).clone())  # the same q at every position
+    K = rotary(k.expand(1, 1, L, D).clone())
+    S = (Q @ K.transpose(-1, -2))[0, 0]  # (L, L): q at m, k at n
+    for d in range(-(L - 1), L):
+        diag = torch.diagonal(S, offset=d)
+        torch.testing.assert_close(diag, diag[:1].expand_as(diag))
+    assert S.diagonal(0)[0] != S.diagonal(1)[0]  # and it does depend on the distance
+
+
+def test_rotary_equals_complex_formulation():
+    from transformer_lite.modern import rotary
+    torch.manual_seed(3)
+    x = torch.randn(2, 3, 10, 8)
+    theta = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
+    z = torch.view_as_complex(x.double().reshape(2, 3, 10, 4, 2))  # x_2i + i x_2i+1
+    w = torch.polar(torch.ones(10, 4, dtype=torch.float64), torch.arange(10.0, dtype=torch.float64)[:, None] * theta)
+    ref = torch.view_as_real(z * w).reshape(2, 3, 10, 8).float()
+    torch.testing.assert_close(rotary(x), ref)
+    with pytest.raises(ValueError, match="head_dim"):
+        rotary(torch.randn(1, 1, 4, 7))
