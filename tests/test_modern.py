@@ -65,3 +65,24 @@ def test_rotary_equals_complex_formulation():
     torch.testing.assert_close(rotary(x), ref)
     with pytest.raises(ValueError, match="head_dim"):
         rotary(torch.randn(1, 1, 4, 7))
+
+
+@pytest.mark.parametrize("D", [48, 96, 384])
+def test_swiglu_parameter_count_equals_relu_ffn(D):
+    from transformer_lite.layers import FeedForward
+    from transformer_lite.modern import SwiGLU
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    relu = FeedForward(D, 4 * D, bias=False)  # the paper's ReLU FFN, d_ff = 4D, no biases as in Llama
+    swi = SwiGLU(D, 8 * D // 3)  # 3 | D: 8D/3 is an integer
+    assert count(swi) == 3 * D * (8 * D // 3) == 8 * D * D
+    assert count(relu) == count(swi)
+    x = torch.randn(2, 5, D)
+    assert swi(x).shape == (2, 5, D)
+
+
+def test_llama_ffn_dim():
+    from transformer_lite.modern import SwiGLU, llama_ffn_dim
+    assert llama_ffn_dim(4096) == 11008  # Llama 2 7B's intermediate_size
+    assert llama_ffn_dim(5120) == 13824  # Llama 2 13B's
+    with pytest.raises(ValueError, match="dim_feedforward"):
+        SwiGLU(8, 0)

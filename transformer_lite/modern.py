@@ -2,6 +2,7 @@
 
 * :class:`RMSNorm` — chapter 5's LayerNorm without the mean and without beta (Zhang & Sennrich, 2019).
 * :func:`rotary` — RoPE: chapter 2's rotation M_k applied to q and k (Su et al., 2021).
+* :class:`SwiGLU` — the FFN with a gate, sized by :func:`llama_ffn_dim` (Shazeer, 2020).
 """
 from __future__ import annotations
 
@@ -68,3 +69,37 @@ def rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: float =
     x1, x2 = x[..., 0::2], x[..., 1::2]  # (B, H, T, D_h/2) each
     out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (B, H, T, D_h/2, 2)
     return out.flatten(-2)  # (B, H, T, D_h)
+
+
+def llama_ffn_dim(d_model: int, multiple_of: int = 256) -> int:
+    """Llama's hidden size of the SwiGLU FFN: 2/3 of 4 * d_model (floored), rounded up to ``multiple_of``.
+
+    2/3 * 4D keeps the parameter count of a 4D ReLU FFN (three matrices instead of two); the rounding
+    makes it a multiple of 256 for fast matrix products: d_model=4096 -> 10922 -> 11008 (Llama 7B).
+    """
+    check_positive_int("d_model", d_model)
+    check_positive_int("multiple_of", multiple_of)
+    hidden = int(2 * (4 * d_model) / 3)
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
+
+
+class SwiGLU(nn.Module):
+    """FFN(x) = W2 (SiLU(W1 x) * W3 x): chapter 5's FFN with a gate (Shazeer, 2020), without biases as in Llama.
+
+    ``w1`` (gate), ``w3`` (up), ``w2`` (down), named as in Llama's code. Three D x d_ff matrices
+    instead of two, so d_ff = 8/3 * D gives a ReLU FFN's 8 D^2 parameters (exactly when 3 divides D;
+    :func:`llama_ffn_dim` rounds). Shape: x (..., D) -> (..., D).
+    """
+
+    def __init__(self, d_model: int, dim_feedforward: int, bias: bool = False):
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("dim_feedforward", dim_feedforward)
+        self.d_model = d_model
+        self.w1 = nn.Linear(d_model, dim_feedforward, bias=bias)  # D -> d_ff, the gate
+        self.w3 = nn.Linear(d_model, dim_feedforward, bias=bias)  # D -> d_ff, the value
+        self.w2 = nn.Linear(dim_feedforward, d_model, bias=bias)  # d_ff -> D
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor("x", x, last_dim=self.d_model)
+        return self.w2(torch.nn.functional.silu(self.w1(x)) * self.w3(x))  # (..., d_ff) -> (..., D)
