@@ -86,3 +86,48 @@ def test_llama_ffn_dim():
     assert llama_ffn_dim(5120) == 13824  # Llama 2 13B's
     with pytest.raises(ValueError, match="dim_feedforward"):
         SwiGLU(8, 0)
+
+
+def test_gqa_with_all_heads_equals_multihead_attention():
+    from transformer_lite.attention import MultiHeadAttention
+    from transformer_lite.masks import causal_mask
+    from transformer_lite.modern import GroupedQueryAttention
+    torch.manual_seed(4)
+    mha, gqa = MultiHeadAttention(32, 4, bias=True), GroupedQueryAttention(32, 4, 4, bias=True)
+    gqa.load_state_dict(mha.state_dict(), strict=False)
+    assert all(torch.equal(p, q) for p, q in zip(mha.parameters(), gqa.parameters()))
+    x, m = torch.randn(2, 7, 32), causal_mask(7)
+    torch.testing.assert_close(gqa(x, m), mha(x, x, x, attn_mask=m, need_weights=False)[0])
+
+
+@pytest.mark.parametrize("kv", [1, 2, 8])
+def test_gqa_equals_torch_sdpa_enable_gqa(kv):
+    import torch.nn.functional as F
+    from transformer_lite.modern import GroupedQueryAttention
+    torch.manual_seed(5)
+    g = GroupedQueryAttention(64, 8, kv)
+    x = torch.randn(3, 9, 64)
+    B, T = 3, 9
+    q = g.q_proj(x).view(B, T, 8, 8).transpose(1, 2)
+    k = g.k_proj(x).view(B, T, kv, 8).transpose(1, 2)
+    v = g.v_proj(x).view(B, T, kv, 8).transpose(1, 2)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    ref = g.out_proj(ref.transpose(1, 2).reshape(B, T, 64))
+    from transformer_lite.masks import causal_mask
+    torch.testing.assert_close(g(x, causal_mask(T)), ref)
+    with pytest.raises(ValueError, match="num_kv_heads"):
+        GroupedQueryAttention(64, 8, 3)
+
+
+@pytest.mark.parametrize("kv", [8, 2, 1])  # MHA, GQA, MQA
+def test_kv_cache_bytes_formula_equals_measured(kv):
+    from transformer_lite.attention import KVCache
+    from transformer_lite.modern import GroupedQueryAttention, kv_cache_bytes
+    layers = [GroupedQueryAttention(64, 8, kv) for _ in range(3)]
+    caches = [KVCache() for _ in layers]
+    x = torch.randn(2, 5, 64)
+    for layer, c in zip(layers, caches):
+        layer(x, cache=c)
+    measured = sum(c.k.numel() * c.k.element_size() + c.v.numel() * c.v.element_size() for c in caches)
+    assert measured == kv_cache_bytes(2, 5, 3, kv, 8)
+    assert kv_cache_bytes(2, 5, 3, kv, 8, torch.bfloat16) * 2 == measured

@@ -3,6 +3,7 @@
 * :class:`RMSNorm` — chapter 5's LayerNorm without the mean and without beta (Zhang & Sennrich, 2019).
 * :func:`rotary` — RoPE: chapter 2's rotation M_k applied to q and k (Su et al., 2021).
 * :class:`SwiGLU` — the FFN with a gate, sized by :func:`llama_ffn_dim` (Shazeer, 2020).
+* :class:`GroupedQueryAttention`, :func:`kv_cache_bytes` — heads sharing keys and values (GQA, MQA).
 """
 from __future__ import annotations
 
@@ -103,3 +104,57 @@ class SwiGLU(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor("x", x, last_dim=self.d_model)
         return self.w2(torch.nn.functional.silu(self.w1(x)) * self.w3(x))  # (..., d_ff) -> (..., D)
+
+
+class GroupedQueryAttention(nn.Module):
+    """Self-attention whose ``nhead`` query heads share ``num_kv_heads`` key/value heads (Ainslie et al., 2023).
+
+    Chapter 4's heads, with each group of nhead / num_kv_heads query heads reading the same K and V.
+    ``num_kv_heads == nhead`` is multi-head attention; ``num_kv_heads == 1`` is multi-query attention
+    (Shazeer, 2019). Smaller K and V mean a smaller KV cache (:func:`kv_cache_bytes`).
+
+    Shape: x (B, T, D); attn_mask (T, S) bool, True = blocked; cache: a :class:`KVCache` holding
+    (B, H_kv, S, D_h). Returns (B, T, D).
+    """
+
+    def __init__(self, d_model: int, nhead: int, num_kv_heads: int, bias: bool = False):
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("nhead", nhead)
+        check_positive_int("num_kv_heads", num_kv_heads)
+        if d_model % nhead:
+            raise ValueError(f"d_model ({d_model}) must be divisible by nhead ({nhead})")
+        if nhead % num_kv_heads:
+            raise ValueError(f"nhead ({nhead}) must be divisible by num_kv_heads ({num_kv_heads})")
+        self.d_model, self.nhead, self.num_kv_heads = d_model, nhead, num_kv_heads
+        self.head_dim = d_model // nhead
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)  # D -> H * D_h
+        self.k_proj = nn.Linear(d_model, num_kv_heads * self.head_dim, bias=bias)  # D -> H_kv * D_h
+        self.v_proj = nn.Linear(d_model, num_kv_heads * self.head_dim, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, *, cache=None) -> torch.Tensor:
+        check_tensor("x", x, ndim=3, last_dim=self.d_model)
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.nhead, self.head_dim).transpose(1, 2)  # (B, H, T, D_h)
+        k = self.k_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)  # (B, H_kv, T, D_h)
+        v = self.v_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        if cache is not None:
+            k, v = cache.update(k, v)  # (B, H_kv, S, D_h)
+        group = self.nhead // self.num_kv_heads
+        k = k.repeat_interleave(group, dim=1)  # (B, H, S, D_h): head h reads K/V head h // group
+        v = v.repeat_interleave(group, dim=1)
+        scores = q @ k.transpose(-1, -2) / self.head_dim ** 0.5  # (B, H, T, S)
+        if attn_mask is not None:
+            scores = scores.masked_fill(attn_mask, float("-inf"))
+        out = torch.softmax(scores, dim=-1) @ v  # (B, H, T, D_h)
+        return self.out_proj(out.transpose(1, 2).reshape(B, T, self.d_model))  # (B, T, D)
+
+
+def kv_cache_bytes(batch: int, seq_len: int, num_layers: int, num_kv_heads: int, head_dim: int,
+                   dtype: torch.dtype = torch.float32) -> int:
+    """Bytes of a KV cache: 2 (K and V) x batch x seq_len x num_layers x num_kv_heads x head_dim x element size."""
+    for name, value in [("batch", batch), ("seq_len", seq_len), ("num_layers", num_layers),
+                        ("num_kv_heads", num_kv_heads), ("head_dim", head_dim)]:
+        check_positive_int(name, value)
+    return 2 * batch * seq_len * num_layers * num_kv_heads * head_dim * torch.empty((), dtype=dtype).element_size()
