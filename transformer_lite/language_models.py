@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from ._checks import (check_instance, check_int, check_number, check_positive_int, check_probability,
                       check_tensor, check_token_ids)
+from .attention import KVCache
 from .embeddings import LearnedPositionalEncoding
 from .layers import Encoder, EncoderLayer
 from .masks import causal_mask, padding_mask
@@ -139,13 +140,15 @@ def mask_tokens(ids: torch.Tensor, *, mask_id: int, vocab_size: int, special_ids
 @torch.no_grad()
 def generate(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, *, eos_id: int | None = None,
              temperature: float = 0.0, top_k: int | None = None, generator: torch.Generator | None = None,
-             pad_id: int = 0) -> torch.Tensor:
+             pad_id: int = 0, use_cache: bool = False) -> torch.Tensor:
     """Extend ``prompt`` (B, L) token by token with a decoder-only ``model`` (ids -> logits (B, L, V)).
 
     ``temperature=0`` is greedy (argmax, chapter 12); otherwise each token is drawn from
     softmax(logits / temperature), among the ``top_k`` most probable only if given. After a row's
-    ``eos_id`` come ``pad_id`` tokens; stops when every row has finished. No cache: the whole prefix
-    is re-read every step (simple, and fast enough for short sequences). Returns (B, L + n), n <= max_new_tokens.
+    ``eos_id`` come ``pad_id`` tokens; stops when every row has finished. ``use_cache=False``: the whole
+    prefix is re-read every step (simple). ``use_cache=True`` (a :class:`LanguageModel` only): the prompt is
+    read once (prefill) and each later step reads only the newest token, reusing every layer's cached keys
+    and values (:class:`~transformer_lite.attention.KVCache`); same tokens. Returns (B, L + n), n <= max_new_tokens.
     """
     check_token_ids("prompt", prompt)
     check_positive_int("max_new_tokens", max_new_tokens)
@@ -153,13 +156,25 @@ def generate(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, *, eos
     if top_k is not None:
         check_positive_int("top_k", top_k)
     check_instance("generator", generator, torch.Generator, allow_none=True)
+    if not isinstance(use_cache, bool):
+        raise TypeError(f"use_cache must be a bool, got {type(use_cache).__name__}")
+    if use_cache and not isinstance(model, LanguageModel):
+        raise TypeError(f"use_cache=True needs a LanguageModel, got model of type {type(model).__name__}")
+    caches = None
     was_training = model.training
     model.eval()
     ys = prompt
     done = torch.zeros(prompt.shape[0], dtype=torch.bool, device=prompt.device)
     try:
         for _ in range(max_new_tokens):
-            logits = model(ys)[:, -1].float()  # (B, V): the next token's scores
+            if use_cache:
+                if caches is None:  # prefill: the whole prompt once
+                    caches = [KVCache() for _ in model.layers.layers]
+                    logits = _cached_forward(model, ys, ys, caches)[:, -1].float()
+                else:  # decode: only the newest token
+                    logits = _cached_forward(model, ys[:, -1:], ys, caches)[:, -1].float()
+            else:
+                logits = model(ys)[:, -1].float()  # (B, V): the next token's scores
             if temperature == 0:
                 nxt = logits.argmax(dim=-1)
             else:
@@ -178,6 +193,29 @@ def generate(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, *, eos
     finally:
         model.train(was_training)
     return ys
+
+
+def _cached_forward(model: "LanguageModel", new: torch.Tensor, ids: torch.Tensor, caches: list) -> torch.Tensor:
+    """Logits (B, T, V) of the T newest tokens ``new`` (B, T); ``ids`` (B, L) is the whole sequence so far."""
+    T, offset = new.shape[1], ids.shape[1] - new.shape[1]
+    x = model.position(model.token_embedding(new), offset=offset)  # (B, T, D), positions offset..L-1
+    mask = causal_mask(T, device=new.device) if (model.causal and T > 1) else None  # (T, T)
+    if mask is not None and offset > 0:
+        mask = torch.cat([torch.zeros(T, offset, dtype=torch.bool, device=new.device), mask], dim=1)  # (T, L)
+    kpm = padding_mask(ids, model.pad_id)  # (B, L): cached keys and the new ones
+    for layer, cache in zip(model.layers.layers, caches):
+        def sa(h):
+            out, _ = layer.self_attn(h, h, h, key_padding_mask=kpm, attn_mask=mask, need_weights=False, cache=cache)
+            return layer.dropout1(out)
+        if layer.norm_first:
+            x = x + sa(layer.norm1(x))
+            x = x + layer._ff_block(layer.norm2(x))
+        else:
+            x = layer.norm1(x + sa(x))
+            x = layer.norm2(x + layer._ff_block(x))
+    if model.layers.norm is not None:
+        x = model.layers.norm(x)
+    return model.output(x)  # (B, T, D) -> (B, T, V)
 
 
 def _next_token_nll(log_probs: torch.Tensor, ids: torch.Tensor, pad_id: int):

@@ -1,0 +1,133 @@
+"""transformer_lite.modern: each piece of today's block against PyTorch or the 2017 piece it replaces."""
+import pytest
+import torch
+import torch.nn as nn
+
+from transformer_lite.modern import RMSNorm
+from transformer_lite.normalization import LayerNorm
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 8), (7, 16), (3,  2, 4, 32)])
+@pytest.mark.parametrize("eps", [1e-6, 1e-5, 0.1])
+def test_rmsnorm_equals_torch(shape, eps):
+    torch.manual_seed(0)
+    ours, ref = RMSNorm(shape[-1], eps=eps), nn.RMSNorm(shape[-1], eps=eps)
+    with torch.no_grad():
+        ref.weight.normal_()
+        ours.weight.copy_(ref.weight)
+    x = torch.randn(shape) * 3
+    torch.testing.assert_close(ours(x), ref(x))
+
+
+def test_rmsnorm_is_layernorm_on_zero_mean_inputs():
+    torch.manual_seed(1)
+    x = torch.randn(4, 6, 16)
+    ln, rms = LayerNorm(16, eps=1e-5, bias=False), RMSNorm(16, eps=1e-5)
+    with torch.no_grad():
+        ln.weight.normal_()
+        rms.weight.copy_(ln.weight)
+    assert not torch.allclose(ln(x), rms(x), atol=1e-3)  # differs on general inputs
+    x0 = x - x.mean(dim=-1, keepdim=True)
+    torch.testing.assert_close(ln(x0), rms(x0))
+
+
+def test_rmsnorm_bad_arguments():
+    with pytest.raises((TypeError, ValueError), match="eps"):
+        RMSNorm(8, eps=0)
+    with pytest.raises((TypeError, ValueError), match="d_model"):
+        RMSNorm(0)
+    with pytest.raises(ValueError, match="x"):
+        RMSNorm(8)(torch.randn(2, 7))
+
+
+def test_rotary_scores_depend_only_on_distance():
+    from transformer_lite.modern import rotary
+    torch.manual_seed(2)
+    L, D = 24, 16
+    q, k = torch.randn(D, dtype=torch.float64), torch.randn(D, dtype=torch.float64)
+    Q = rotary(q.expand(1, 1, L, D).clone())  # the same q at every position
+    K = rotary(k.expand(1, 1, L, D).clone())
+    S = (Q @ K.transpose(-1, -2))[0, 0]  # (L, L): q at m, k at n
+    for d in range(-(L - 1), L):
+        diag = torch.diagonal(S, offset=d)
+        torch.testing.assert_close(diag, diag[:1].expand_as(diag))
+    assert S.diagonal(0)[0] != S.diagonal(1)[0]  # and it does depend on the distance
+
+
+def test_rotary_equals_complex_formulation():
+    from transformer_lite.modern import rotary
+    torch.manual_seed(3)
+    x = torch.randn(2, 3, 10, 8)
+    theta = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
+    z = torch.view_as_complex(x.double().reshape(2, 3, 10, 4, 2))  # x_2i + i x_2i+1
+    w = torch.polar(torch.ones(10, 4, dtype=torch.float64), torch.arange(10.0, dtype=torch.float64)[:, None] * theta)
+    ref = torch.view_as_real(z * w).reshape(2, 3, 10, 8).float()
+    torch.testing.assert_close(rotary(x), ref)
+    with pytest.raises(ValueError, match="head_dim"):
+        rotary(torch.randn(1, 1, 4, 7))
+
+
+@pytest.mark.parametrize("D", [48, 96, 384])
+def test_swiglu_parameter_count_equals_relu_ffn(D):
+    from transformer_lite.layers import FeedForward
+    from transformer_lite.modern import SwiGLU
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    relu = FeedForward(D, 4 * D, bias=False)  # the paper's ReLU FFN, d_ff = 4D, no biases as in Llama
+    swi = SwiGLU(D, 8 * D // 3)  # 3 | D: 8D/3 is an integer
+    assert count(swi) == 3 * D * (8 * D // 3) == 8 * D * D
+    assert count(relu) == count(swi)
+    x = torch.randn(2, 5, D)
+    assert swi(x).shape == (2, 5, D)
+
+
+def test_llama_ffn_dim():
+    from transformer_lite.modern import SwiGLU, llama_ffn_dim
+    assert llama_ffn_dim(4096) == 11008  # Llama 2 7B's intermediate_size
+    assert llama_ffn_dim(5120) == 13824  # Llama 2 13B's
+    with pytest.raises(ValueError, match="dim_feedforward"):
+        SwiGLU(8, 0)
+
+
+def test_gqa_with_all_heads_equals_multihead_attention():
+    from transformer_lite.attention import MultiHeadAttention
+    from transformer_lite.masks import causal_mask
+    from transformer_lite.modern import GroupedQueryAttention
+    torch.manual_seed(4)
+    mha, gqa = MultiHeadAttention(32, 4, bias=True), GroupedQueryAttention(32, 4, 4, bias=True)
+    gqa.load_state_dict(mha.state_dict(), strict=False)
+    assert all(torch.equal(p, q) for p, q in zip(mha.parameters(), gqa.parameters()))
+    x, m = torch.randn(2, 7, 32), causal_mask(7)
+    torch.testing.assert_close(gqa(x, m), mha(x, x, x, attn_mask=m, need_weights=False)[0])
+
+
+@pytest.mark.parametrize("kv", [1, 2, 8])
+def test_gqa_equals_torch_sdpa_enable_gqa(kv):
+    import torch.nn.functional as F
+    from transformer_lite.modern import GroupedQueryAttention
+    torch.manual_seed(5)
+    g = GroupedQueryAttention(64, 8, kv)
+    x = torch.randn(3, 9, 64)
+    B, T = 3, 9
+    q = g.q_proj(x).view(B, T, 8, 8).transpose(1, 2)
+    k = g.k_proj(x).view(B, T, kv, 8).transpose(1, 2)
+    v = g.v_proj(x).view(B, T, kv, 8).transpose(1, 2)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    ref = g.out_proj(ref.transpose(1, 2).reshape(B, T, 64))
+    from transformer_lite.masks import causal_mask
+    torch.testing.assert_close(g(x, causal_mask(T)), ref)
+    with pytest.raises(ValueError, match="num_kv_heads"):
+        GroupedQueryAttention(64, 8, 3)
+
+
+@pytest.mark.parametrize("kv", [8, 2, 1])  # MHA, GQA, MQA
+def test_kv_cache_bytes_formula_equals_measured(kv):
+    from transformer_lite.attention import KVCache
+    from transformer_lite.modern import GroupedQueryAttention, kv_cache_bytes
+    layers = [GroupedQueryAttention(64, 8, kv) for _ in range(3)]
+    caches = [KVCache() for _ in layers]
+    x = torch.randn(2, 5, 64)
+    for layer, c in zip(layers, caches):
+        layer(x, cache=c)
+    measured = sum(c.k.numel() * c.k.element_size() + c.v.numel() * c.v.element_size() for c in caches)
+    assert measured == kv_cache_bytes(2, 5, 3, kv, 8)
+    assert kv_cache_bytes(2, 5, 3, kv, 8, torch.bfloat16) * 2 == measured
