@@ -122,6 +122,17 @@ def _check_clock(clock, device: torch.device) -> str:
     return clock
 
 
+def _check_run(lengths, batch_size, steps, device, seed, clock) -> tuple[tuple[int, ...], torch.device]:
+    """The arguments a measurement shares, checked; ``(lengths, device)`` normalised."""
+    lengths = _check_lengths(lengths)
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("steps", steps)
+    device = _device(device)
+    check_int("seed", seed)
+    _check_clock(clock, device)
+    return lengths, device
+
+
 def _step_seconds(model, optimizer, src, tgt, device, clock: str = "wall") -> float:
     """One full training step -- forward, label-smoothed loss, backward, Adam -- in seconds.
 
@@ -151,12 +162,7 @@ def training_throughput(kind: str, lengths: Sequence[int] = (8, 16, 32, 64, 128)
     Adam with the paper's betas), on ``device``. ``clock``: see :func:`_step_seconds`. Returns ``{L: tokens per second}``.
     """
     _check_kind(kind)
-    lengths = _check_lengths(lengths)
-    check_positive_int("batch_size", batch_size)
-    check_positive_int("steps", steps)
-    device = _device(device)
-    check_int("seed", seed)
-    _check_clock(clock, device)
+    lengths, device = _check_run(lengths, batch_size, steps, device, seed, clock)
     out = {}
     g = torch.Generator().manual_seed(seed)
     for L in lengths:
@@ -178,12 +184,7 @@ def throughput_table(lengths: Sequence[int] = (8, 16, 32, 64, 128), batch_size: 
     "parameters": {"transformer": n, "gru": n}, "gru_hidden": h, "threads": torch.get_num_threads(),
     "device": str, "clock": clock}``.
     """
-    lengths = _check_lengths(lengths)
-    check_positive_int("batch_size", batch_size)
-    check_positive_int("steps", steps)
-    device = _device(device)
-    check_int("seed", seed)
-    _check_clock(clock, device)
+    lengths, device = _check_run(lengths, batch_size, steps, device, seed, clock)
     models = matched_models(VOCAB, seed)
     rows = {kind: [] for kind in KINDS}
     for L in lengths:
