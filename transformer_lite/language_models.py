@@ -273,25 +273,28 @@ def bigram_perplexity(log_probs: torch.Tensor, ids: torch.Tensor, pad_id: int = 
 def rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
     """Rotary position embedding (RoPE, Su et al. 2021): rotate each pair of features by pos * theta_i.
 
-    x (..., L, D) with D even; pair i = features (2i, 2i+1) turns by the angle pos * base^(-2i/D),
-    the frequencies of the paper's sinusoidal table. Applied to queries and keys, it makes q . k
-    depend on the positions only through their difference. ``positions`` (L,) defaults to 0..L-1.
+    x (..., L, D) with D even (in attention: (B, H, L, D_h), D the head_dim); pair i = features (2i, 2i+1)
+    turns by the angle pos * theta_i, theta_i = base^(-2i/D), the frequencies of the paper's sinusoidal table:
+    chapter 2's rotation M_k, applied to queries and keys instead of added to the input, so q . k depends on
+    the positions only through their difference. Pairs are adjacent features, as in the RoFormer paper and
+    Meta's Llama code (Hugging Face's Llama pairs i with i + D/2 instead). ``positions`` (L,) defaults to
+    0..L-1. The angles are computed in float64 (exact for long positions), then cast to x's dtype.
     """
     check_tensor("x", x)
-    if x.dim() < 2 or x.shape[-1] % 2:
+    if x.dim() < 2:
         raise ValueError(f"x must be (..., L, D) with D even, got shape {tuple(x.shape)}")
-    check_number("base", base, positive=True)
     L, D = x.shape[-2], x.shape[-1]
+    if D % 2:
+        raise ValueError(f"x must be (..., L, D) with D even (D is the head_dim), got shape {tuple(x.shape)}")
+    check_number("base", base, positive=True)
     if positions is None:
         positions = torch.arange(L, device=x.device)
     check_tensor("positions", positions, ndim=1)
     if positions.shape[0] != L:
         raise ValueError(f"positions must have length {L} (x's L), got shape {tuple(positions.shape)}")
-    inv_freq = base ** (-torch.arange(0, D, 2, dtype=torch.float32, device=x.device) / D)  # (D/2,)
-    angle = positions.to(torch.float32)[:, None] * inv_freq  # (L, D/2)
+    theta = base ** (-torch.arange(0, D, 2, dtype=torch.float64, device=x.device) / D)  # (D/2,)
+    angle = positions.to(torch.float64)[:, None] * theta  # (L, D/2)
     cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    out = torch.empty_like(x)
-    out[..., 0::2] = x1 * cos - x2 * sin
-    out[..., 1::2] = x1 * sin + x2 * cos
-    return out
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., L, D/2) each
+    out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., L, D/2, 2)
+    return out.flatten(-2)  # (..., L, D): pairs back in place

@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 
 from ._checks import check_number, check_positive_int, check_tensor
+from .language_models import rotary  # RoPE: one implementation, shared with chapter 14
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
@@ -42,34 +43,6 @@ class RMSNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}"
-
-
-def rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
-    """Rotary position embedding (Su et al., 2021, RoFormer): rotate each pair (x_2i, x_2i+1) by pos * theta_i.
-
-    theta_i = base^(-2i / D_h), the frequencies of chapter 2's sinusoids; the rotation is chapter 2's M_k,
-    applied to q and k instead of added to the input, so q_m . k_n depends on m - n only. Pairs are
-    adjacent features (2i, 2i+1), as in the paper (Llama's code pairs i with i + D_h/2 instead).
-
-    Shape: x (B, H, T, D_h), D_h even; positions (T,) ints, default 0..T-1. Returns (B, H, T, D_h).
-    """
-    check_tensor("x", x, ndim=4)
-    D = x.shape[-1]
-    if D % 2:
-        raise ValueError(f"x's last dimension (head_dim) must be even, got {D}")
-    check_number("base", base, positive=True)
-    T = x.shape[-2]
-    if positions is None:
-        positions = torch.arange(T, device=x.device)
-    check_tensor("positions", positions, ndim=1)
-    if positions.shape[0] != T:
-        raise ValueError(f"positions must have length T={T}, got {positions.shape[0]}")
-    theta = base ** (-torch.arange(0, D, 2, device=x.device, dtype=torch.float64) / D)  # (D_h/2,)
-    angle = positions.to(torch.float64)[:, None] * theta  # (T, D_h/2)
-    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
-    x1, x2 = x[..., 0::2], x[..., 1::2]  # (B, H, T, D_h/2) each
-    out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (B, H, T, D_h/2, 2)
-    return out.flatten(-2)  # (B, H, T, D_h)
 
 
 def llama_ffn_dim(d_model: int, multiple_of: int = 256) -> int:
