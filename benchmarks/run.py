@@ -152,6 +152,31 @@ def bench_kv_cache(cfg, steps, repeats):
     return ratio, t_full, t_cached
 
 
+def bench_lm_kv_cache(steps, repeats, prompt_len=16):
+    """Decoder-only greedy generation (chapter 15): ``generate`` re-reading the prefix vs ``use_cache=True``.
+
+    Two models of about the same size: chapter 14's GPT-style ``LanguageModel`` and chapter 15's Llama-style
+    ``modern.ModernLM`` with grouped-query attention (8 query heads, 2 key/value heads).
+    """
+    from transformer_lite import language_models as lm
+    from transformer_lite.modern import ModernLM
+    torch.manual_seed(0)
+    V, D = 1000, 256
+    models = {"gpt": lm.DecoderOnlyLM(V, d_model=D, nhead=8, num_layers=4, max_len=prompt_len + steps),
+              "modern_gqa": ModernLM(V, D, 8, 2, 4)}
+    prompt = torch.randint(1, V, (1, prompt_len), generator=torch.Generator().manual_seed(3))
+    out = {}
+    for name, model in models.items():
+        model.eval()
+        assert torch.equal(lm.generate(model, prompt, steps), lm.generate(model, prompt, steps, use_cache=True)), \
+            "cached generation must give the same tokens"
+        ratio, t_full, t_cached = interleaved_ratio(lambda: lm.generate(model, prompt, steps),
+                                                    lambda: lm.generate(model, prompt, steps, use_cache=True), repeats, 1)
+        out[name] = dict(speedup=ratio, full_seconds=t_full, cached_seconds=t_cached,
+                         parameters=tl.count_parameters(model))
+    return dict(prompt_len=prompt_len, tokens=steps, d_model=D, layers=4, vocab=V, models=out)
+
+
 def bench_attention_scaling(lengths, repeats, B=1, H=8, D_h=64):
     rows = []
     for T in lengths:
@@ -195,6 +220,8 @@ def bench_capstone():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repeats and no capstone: a smoke test")
+    ap.add_argument("--only", choices=["lm_kv_cache"], default=None,
+                    help="measure one part only and update it in the shipped results")
     ap.add_argument("--out", default=None,
                     help="where to write the results (default: the package's assets/benchmarks.json; "
                          "with --quick, nowhere unless given)")
@@ -210,6 +237,16 @@ def main(argv=None):
                                 processor=platform.processor() or platform.machine()),
                    config=cfg)
 
+    lm_steps = 32 if args.quick else 128
+    if args.only == "lm_kv_cache":
+        shipped = json.loads(SHIPPED_BENCHMARKS.read_text())
+        shipped["lm_kv_cache"] = bench_lm_kv_cache(lm_steps, 3 if args.quick else 7)
+        shipped["lm_kv_cache"]["threads"] = torch.get_num_threads()
+        if not args.quick:
+            SHIPPED_BENCHMARKS.write_text(json.dumps(shipped, indent=2) + "\n")
+        print(json.dumps(shipped["lm_kv_cache"], indent=2))
+        return 0
+
     (train, tr_o, tr_t), (fwd, fw_o, fw_t) = bench_train_and_forward(cfg, repeats, warmup)
     results["train_step_vs_torch"] = train
     results["forward_vs_torch"] = fwd
@@ -222,6 +259,9 @@ def main(argv=None):
     results["kv_cache_speedup"] = kv
     results["kv_cache"] = dict(config=kv_cfg, tokens=kv_steps, src_len=32, full_seconds=t_full,
                                cached_seconds=t_cached)
+
+    results["lm_kv_cache"] = bench_lm_kv_cache(lm_steps, 3 if args.quick else 7)
+    results["lm_kv_cache"]["threads"] = torch.get_num_threads()
 
     lengths = [64, 128, 256] if args.quick else [64, 128, 256, 512, 1024]
     results["attention_scaling"] = dict(batch=1, heads=8, head_dim=64, causal=True,

@@ -2,6 +2,7 @@
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from transformer_lite.modern import RMSNorm
 from transformer_lite.normalization import LayerNorm
@@ -131,3 +132,95 @@ def test_kv_cache_bytes_formula_equals_measured(kv):
     measured = sum(c.k.numel() * c.k.element_size() + c.v.numel() * c.v.element_size() for c in caches)
     assert measured == kv_cache_bytes(2, 5, 3, kv, 8)
     assert kv_cache_bytes(2, 5, 3, kv, 8, torch.bfloat16) * 2 == measured
+
+
+# --- online softmax, the assembled block, published parameter counts (chapter 15) ---------------------------
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("T,bq,bk", [(37, 8, 5), (16, 16, 16), (9, 4, 1), (5, 64, 64)])
+def test_tiled_attention_equals_softmax_attention(causal, T, bq, bk):
+    from transformer_lite.modern import tiled_attention
+    g = torch.Generator().manual_seed(T + bq + bk)
+    q, k, v = (torch.randn(2, 3, T, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    q = q * 4  # large scores: without the running maximum, exp would lose precision
+    out, largest = tiled_attention(q, k, v, bq, bk, causal=causal)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+    assert largest == (min(bq, T), min(bk, T))  # never the whole (T, S) matrix unless one tile covers it
+
+
+def test_tiled_attention_bad_arguments():
+    from transformer_lite.modern import tiled_attention
+    x = torch.randn(1, 1, 4, 8)
+    with pytest.raises(ValueError, match="block_q"):
+        tiled_attention(x, x, x, 0)
+    with pytest.raises(ValueError, match="causal=True"):
+        tiled_attention(x, torch.randn(1, 1, 5, 8), torch.randn(1, 1, 5, 8), causal=True)
+    with pytest.raises(TypeError, match="causal"):
+        tiled_attention(x, x, x, causal=1)
+    with pytest.raises(ValueError, match="k must"):
+        tiled_attention(x, torch.randn(1, 1, 4, 6), x)
+
+
+def test_gqa_with_rope_equals_reference():
+    from transformer_lite.language_models import rotary
+    from transformer_lite.modern import GroupedQueryAttention
+    torch.manual_seed(5)
+    attn = GroupedQueryAttention(32, 8, 2, rope_base=500.0).eval()
+    x = torch.randn(2, 6, 32)
+    q = attn.q_proj(x).view(2, 6, 8, 4).transpose(1, 2)
+    k = attn.k_proj(x).view(2, 6, 2, 4).transpose(1, 2)
+    v = attn.v_proj(x).view(2, 6, 2, 4).transpose(1, 2)
+    ref = F.scaled_dot_product_attention(rotary(q, base=500.0), rotary(k, base=500.0), v, is_causal=True,
+                                         enable_gqa=True)
+    ref = attn.out_proj(ref.transpose(1, 2).reshape(2, 6, 32))
+    from transformer_lite.masks import causal_mask
+    torch.testing.assert_close(attn(x, causal_mask(6)), ref)
+    with pytest.raises(ValueError, match="rope_base"):
+        GroupedQueryAttention(32, 8, 2, rope_base=0.0)
+    with pytest.raises(ValueError, match="even head_dim"):
+        GroupedQueryAttention(24, 8, 2, rope_base=1e4)
+
+
+def test_modern_lm_cache_equals_full_forward_and_generate():
+    from transformer_lite.language_models import generate
+    from transformer_lite.modern import ModernLM
+    torch.manual_seed(6)
+    model = ModernLM(40, 32, 4, 2, 2, 48).eval()
+    ids = torch.randint(0, 40, (3, 9))
+    full = model(ids)
+    caches = model.new_caches()
+    steps = [model(ids[:, :4], caches)] + [model(ids[:, t:t + 1], caches) for t in range(4, 9)]  # prefill, decode
+    torch.testing.assert_close(torch.cat(steps, dim=1), full)
+    a, b = generate(model, ids[:, :3], 7), generate(model, ids[:, :3], 7, use_cache=True)
+    assert torch.equal(a, b) and a.shape == (3, 10)
+    with pytest.raises(ValueError, match="caches"):
+        model(ids, caches[:1])
+
+
+def test_modern_block_is_pre_norm_residual():
+    from transformer_lite.masks import causal_mask
+    from transformer_lite.modern import ModernBlock
+    torch.manual_seed(7)
+    block = ModernBlock(16, 4, 2, 40).eval()
+    assert not any(n.endswith("bias") for n, _ in block.named_parameters())  # no biases anywhere
+    x = torch.randn(2, 5, 16)
+    h = x + block.attention(block.attention_norm(x), causal_mask(5))
+    torch.testing.assert_close(block(x, causal_mask(5)), h + block.feed_forward(block.ffn_norm(h)))
+
+
+def test_published_parameter_counts():
+    """Llama 2 7B (Touvron et al. 2023: "7B"; LLaMA's Table 2: 6.7B) and Qwen2.5-0.5B (model card: 0.49B,
+    0.36B without embeddings), built on the meta device from their published configurations."""
+    from transformer_lite.model import count_parameters
+    from transformer_lite.modern import ModernLM, llama_ffn_dim
+    with torch.device("meta"):
+        llama2 = ModernLM(32000, 4096, 32, 32, 32)
+        qwen = ModernLM(151936, 896, 14, 2, 24, 4864, tie_embeddings=True, qkv_bias=True, norm_eps=1e-6,
+                        rope_base=1e6)
+    assert llama_ffn_dim(4096) == 11008
+    assert count_parameters(llama2) == 6_738_415_616
+    assert count_parameters(qwen) == 494_032_768
+    assert count_parameters(qwen) - 151936 * 896 == 357_898_112
+    assert f"{count_parameters(llama2) / 1e9:.1f}" == "6.7"
+    assert f"{count_parameters(qwen) / 1e9:.2f}" == "0.49"
+    assert f"{(count_parameters(qwen) - 151936 * 896) / 1e9:.2f}" == "0.36"

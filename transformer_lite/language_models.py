@@ -84,6 +84,37 @@ class LanguageModel(nn.Module):
         h = self.layers(x, mask=mask, src_key_padding_mask=padding_mask(ids, self.pad_id))
         return self.output(h)  # (B, L, D) -> (B, L, V)
 
+    def new_caches(self) -> list:
+        """One empty KV cache per layer, for :meth:`forward_with_cache` (and ``generate(use_cache=True)``)."""
+        return [KVCache() for _ in self.layers.layers]
+
+    def forward_with_cache(self, new: torch.Tensor, ids: torch.Tensor, caches: list) -> torch.Tensor:
+        """Logits (B, T, V) of the T newest tokens ``new`` (B, T); ``ids`` (B, L) is the whole sequence so far.
+
+        Every layer appends the new keys and values to its cache and attends over all L of them (prefill: the
+        whole prompt at once; decode: one token). The layers' own sub-blocks, in their own order (Pre- or Post-LN).
+        """
+        T, offset = new.shape[1], ids.shape[1] - new.shape[1]
+        x = self.position(self.token_embedding(new), offset=offset)  # (B, T, D), positions offset..L-1
+        mask = causal_mask(T, device=new.device) if (self.causal and T > 1) else None  # (T, T)
+        if mask is not None and offset > 0:
+            mask = torch.cat([torch.zeros(T, offset, dtype=torch.bool, device=new.device), mask], dim=1)  # (T, L)
+        kpm = padding_mask(ids, self.pad_id)  # (B, L): cached keys and the new ones
+        for layer, cache in zip(self.layers.layers, caches):
+            def sa(h):
+                out, _ = layer.self_attn(h, h, h, key_padding_mask=kpm, attn_mask=mask, need_weights=False,
+                                         cache=cache)
+                return layer.dropout1(out)
+            if layer.norm_first:
+                x = x + sa(layer.norm1(x))
+                x = x + layer._ff_block(layer.norm2(x))
+            else:
+                x = layer.norm1(x + sa(x))
+                x = layer.norm2(x + layer._ff_block(x))
+        if self.layers.norm is not None:
+            x = self.layers.norm(x)
+        return self.output(x)  # (B, T, D) -> (B, T, V)
+
 
 def DecoderOnlyLM(vocab_size: int, **kwargs) -> LanguageModel:
     """A GPT-style model: :class:`LanguageModel` with ``causal=True``."""
@@ -146,7 +177,8 @@ def generate(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, *, eos
     ``temperature=0`` is greedy (argmax, chapter 12); otherwise each token is drawn from
     softmax(logits / temperature), among the ``top_k`` most probable only if given. After a row's
     ``eos_id`` come ``pad_id`` tokens; stops when every row has finished. ``use_cache=False``: the whole
-    prefix is re-read every step (simple). ``use_cache=True`` (a :class:`LanguageModel` only): the prompt is
+    prefix is re-read every step (simple). ``use_cache=True`` (a model with ``new_caches`` and ``forward_with_cache``: :class:`LanguageModel`,
+    :class:`~transformer_lite.modern.ModernLM`): the prompt is
     read once (prefill) and each later step reads only the newest token, reusing every layer's cached keys
     and values (:class:`~transformer_lite.attention.KVCache`); same tokens. Returns (B, L + n), n <= max_new_tokens.
     """
@@ -158,8 +190,9 @@ def generate(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, *, eos
     check_instance("generator", generator, torch.Generator, allow_none=True)
     if not isinstance(use_cache, bool):
         raise TypeError(f"use_cache must be a bool, got {type(use_cache).__name__}")
-    if use_cache and not isinstance(model, LanguageModel):
-        raise TypeError(f"use_cache=True needs a LanguageModel, got model of type {type(model).__name__}")
+    if use_cache and not hasattr(model, "forward_with_cache"):
+        raise TypeError(f"use_cache=True needs a model with new_caches() and forward_with_cache() "
+                        f"(LanguageModel, modern.ModernLM), got model of type {type(model).__name__}")
     caches = None
     was_training = model.training
     model.eval()
@@ -169,10 +202,10 @@ def generate(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, *, eos
         for _ in range(max_new_tokens):
             if use_cache:
                 if caches is None:  # prefill: the whole prompt once
-                    caches = [KVCache() for _ in model.layers.layers]
-                    logits = _cached_forward(model, ys, ys, caches)[:, -1].float()
+                    caches = model.new_caches()
+                    logits = model.forward_with_cache(ys, ys, caches)[:, -1].float()
                 else:  # decode: only the newest token
-                    logits = _cached_forward(model, ys[:, -1:], ys, caches)[:, -1].float()
+                    logits = model.forward_with_cache(ys[:, -1:], ys, caches)[:, -1].float()
             else:
                 logits = model(ys)[:, -1].float()  # (B, V): the next token's scores
             if temperature == 0:
@@ -193,29 +226,6 @@ def generate(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, *, eos
     finally:
         model.train(was_training)
     return ys
-
-
-def _cached_forward(model: "LanguageModel", new: torch.Tensor, ids: torch.Tensor, caches: list) -> torch.Tensor:
-    """Logits (B, T, V) of the T newest tokens ``new`` (B, T); ``ids`` (B, L) is the whole sequence so far."""
-    T, offset = new.shape[1], ids.shape[1] - new.shape[1]
-    x = model.position(model.token_embedding(new), offset=offset)  # (B, T, D), positions offset..L-1
-    mask = causal_mask(T, device=new.device) if (model.causal and T > 1) else None  # (T, T)
-    if mask is not None and offset > 0:
-        mask = torch.cat([torch.zeros(T, offset, dtype=torch.bool, device=new.device), mask], dim=1)  # (T, L)
-    kpm = padding_mask(ids, model.pad_id)  # (B, L): cached keys and the new ones
-    for layer, cache in zip(model.layers.layers, caches):
-        def sa(h):
-            out, _ = layer.self_attn(h, h, h, key_padding_mask=kpm, attn_mask=mask, need_weights=False, cache=cache)
-            return layer.dropout1(out)
-        if layer.norm_first:
-            x = x + sa(layer.norm1(x))
-            x = x + layer._ff_block(layer.norm2(x))
-        else:
-            x = layer.norm1(x + sa(x))
-            x = layer.norm2(x + layer._ff_block(x))
-    if model.layers.norm is not None:
-        x = model.layers.norm(x)
-    return model.output(x)  # (B, T, D) -> (B, T, V)
 
 
 def _next_token_nll(log_probs: torch.Tensor, ids: torch.Tensor, pad_id: int):
