@@ -29,7 +29,7 @@ from typing import Any, Callable
 __all__ = ["Verdict", "ExerciseError", "Wrong", "exercise", "registry", "STRICT_ENV"]
 
 STRICT_ENV = "TRANSFORMER_LITE_STRICT_EXERCISES"
-MODULES = [f"ch{n:02d}" for n in range(15)] + ["ch13b", "appendix_a", "appendix_c"]
+MODULES = [f"ch{n:02d}" for n in range(16)] + ["ch13b", "appendix_a", "appendix_c"]
 
 _REGISTRY: dict[str, "Exercise"] = {}
 

@@ -1,0 +1,82 @@
+"""Chapter 15 (since 2017): the chapter's claims, checked through the package.
+
+RoPE is chapter 2's rotation M_m (in row form) and makes scores depend on distance only; RMSNorm is
+nn.RMSNorm and LayerNorm on zero-mean inputs; SwiGLU with d_ff = 8D/3 has the ReLU FFN's parameters; the
+KV-cache sizes the chapter quotes; the shipped decoder-only cache speed-up; the published parameter counts
+by the per-layer formula. The pieces themselves are tested in tests/test_modern.py.
+"""
+import torch
+import torch.nn as nn
+
+import transformer_lite as tl
+from transformer_lite import language_models as lm
+from transformer_lite import modern
+from transformer_lite.book.pretrained import benchmark_results
+
+
+def _chapter2_rotation(k, D):
+    """Chapter 2's M_k, written as chapter 2 writes it (pairs (sin, cos))."""
+    omega = 1.0 / 10000 ** (torch.arange(0, D, 2, dtype=torch.float64) / D)
+    c, s = torch.cos(k * omega), torch.sin(k * omega)
+    M = torch.zeros(D, D, dtype=torch.float64)
+    M[0::2, 0::2], M[0::2, 1::2] = torch.diag(c), torch.diag(s)
+    M[1::2, 0::2], M[1::2, 1::2] = torch.diag(-s), torch.diag(c)
+    return M
+
+
+def test_rotary_is_chapter2_rotation_transposed():
+    D, L = 32, 300
+    x = torch.randn(L, D, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    expected = torch.stack([x[m] @ _chapter2_rotation(m, D) for m in range(L)])
+    torch.testing.assert_close(lm.rotary(x), expected)
+    # and it is not the other direction: M_m itself (not transposed) gives something else
+    wrong = torch.stack([x[m] @ _chapter2_rotation(m, D).T for m in range(L)])
+    assert (lm.rotary(x) - wrong).abs().max() > 0.1
+
+
+def test_rotary_positions_and_float64_angles():
+    """Angles are float64: position 100,000 in float32 input is still a rotation to ~1e-6."""
+    x = torch.randn(4, 1, 64, generator=torch.Generator().manual_seed(1))
+    pos = torch.tensor([100_000])
+    ref = lm.rotary(x.double(), pos).float()
+    torch.testing.assert_close(lm.rotary(x, pos), ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(lm.rotary(x, pos).norm(dim=-1), x.norm(dim=-1))
+
+
+def test_rmsnorm_claims():
+    x = torch.randn(5, 64, generator=torch.Generator().manual_seed(2)) * 3 + 1
+    rms, ln = modern.RMSNorm(64, eps=1e-6), tl.LayerNorm(64, eps=1e-6)
+    torch.testing.assert_close(rms(x), nn.RMSNorm(64, eps=1e-6)(x))
+    c = x - x.mean(-1, keepdim=True)
+    torch.testing.assert_close(rms(c), ln(c))
+    assert (rms(x) - ln(x)).abs().max() > 0.1
+
+
+def test_kv_cache_sizes_quoted():
+    f16 = torch.float16
+    assert modern.kv_cache_bytes(8, 4096, 32, 32, 128, f16) == 16 * 2**30
+    assert modern.kv_cache_bytes(8, 4096, 32, 8, 128, f16) == 4 * 2**30
+    assert modern.kv_cache_bytes(1, 1, 32, 32, 128, f16) == 512 * 1024
+    assert modern.kv_cache_bytes(1, 1, 24, 2, 64, f16) == 12 * 1024
+
+
+def test_shipped_decoder_only_cache_speedup():
+    bench = benchmark_results()["lm_kv_cache"]
+    assert set(bench["models"]) == {"gpt", "modern_gqa"}
+    for r in bench["models"].values():
+        assert r["speedup"] > 2 and r["full_seconds"] > r["cached_seconds"]
+        assert 3_000_000 < r["parameters"] < 4_000_000
+    assert bench["tokens"] == 128
+
+
+def test_published_counts_by_formula():
+    def formula(V, D, N, H_kv, D_h, F_, tied, qkv_bias):
+        layer = 2 * D * D + 2 * D * H_kv * D_h + 3 * D * F_ + 2 * D + (D + 2 * H_kv * D_h if qkv_bias else 0)
+        return V * D * (1 if tied else 2) + N * layer + D
+
+    with torch.device("meta"):
+        llama = modern.ModernLM(32000, 4096, nhead=32, num_kv_heads=32, num_layers=32)
+        qwen = modern.ModernLM(151936, 896, nhead=14, num_kv_heads=2, num_layers=24, dim_feedforward=4864,
+                               tie_embeddings=True, qkv_bias=True)
+    assert tl.count_parameters(llama) == formula(32000, 4096, 32, 32, 128, 11008, False, False)
+    assert tl.count_parameters(qwen) == formula(151936, 896, 24, 2, 64, 4864, True, True)
