@@ -35,6 +35,8 @@ def make_book(notebook: Path, tmp: Path) -> tuple[Path, str]:
     book = tmp / "book_root"
     book.mkdir()
     (book / "_assets").symlink_to(ROOT / "_assets")
+    (book / "tools").mkdir()
+    (book / "tools" / "sphinx_ext").symlink_to(ROOT / "tools" / "sphinx_ext")  # the book's own Sphinx extension
     shutil.copytree(ROOT / "book", book / "book")
     (book / "notebooks").mkdir()
     for nb in (ROOT / "notebooks").glob("*.ipynb"):
