@@ -1,4 +1,5 @@
-"""Chapter 15's measurements ("Since 2017"): decoder-only translation with a masked prompt, and a tiny scaling sweep.
+"""Chapter 15's measurements ("Since 2017"): decoder-only translation with a masked prompt, a tiny scaling sweep,
+and BERT fine-tuned.
 
 ``make since2017`` (``python -m transformer_lite.book.since2017``) trains every model on one CPU thread per run
 (several runs at a time in a pool of :data:`WORKERS` processes) and writes ``assets/since2017.json``; the chapter
@@ -36,15 +37,26 @@ reads the shipped numbers (:func:`since2017_results`).
   exactly: every English sentence equally likely, ln(number of sentences) per sentence, spread over its tokens;
   ``long_run`` is one larger model (:data:`LONG_RUN`) trained 15 times longer, for comparison with the floor.
 
+* ``bert``: BERT fine-tuned. A tiny masked LM (:data:`BERT`, :func:`~transformer_lite.language_models.MaskedLM`) is
+  pre-trained with BERT's corruption (:func:`~transformer_lite.language_models.mask_tokens`) on the grammar's English
+  sentences (the test sentences left out); a [CLS]-style head (:class:`Classifier`: a Linear layer on the final
+  hidden state at ``<bos>``) is then fine-tuned, every weight, on :data:`LABELLED` labelled sentences of a task
+  derived from the grammar (:func:`tense_sentences`: the tense of an action sentence whose time words are removed,
+  so the verb group alone tells it), against the same model fine-tuned from a fresh initialisation. Both use one
+  recipe (AdamW, :data:`FINETUNE_STEPS` steps); the learning rate of each run is the best of :data:`FINETUNE_LRS`
+  on a dev split of :data:`N_DEV` training sentences (``lr`` records the choice), never on the test.
+
 Every number is stored per seed (``per_seed``, in the order of :data:`SEEDS`) with its mean, min and max.
 """
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import json
 import math
 import multiprocessing
 import platform
+import random
 import statistics
 import sys
 import time
@@ -52,9 +64,10 @@ from typing import Sequence
 
 import torch
 
-from .._checks import check_instance, check_int, check_positive_int
-from ..data import BOS, EOS, PAD, Vocab, all_translation_pairs, pad_batch, trim_padding
-from ..language_models import IGNORE_INDEX, LanguageModel, generate
+from .._checks import check_instance, check_int, check_number, check_positive_int
+from ..data import BOS, EOS, PAD, UNK, Vocab, all_translation_pairs, pad_batch, trim_padding
+from ..language_models import IGNORE_INDEX, LanguageModel, MaskedLM, generate, mask_tokens
+from ..masks import padding_mask
 from ..model import count_parameters
 from ..training import History, label_smoothed_cross_entropy, paper_adam, warmup_scheduler
 from . import grammar_lab
@@ -90,7 +103,7 @@ TOKEN_STEPS = (50, 100, 200, 400, 800)
 SCALING_BATCH = 32
 SCALING_LR = 3e-3
 LONG_RUN = dict(width=96, depth=3, steps=3000)  # one larger model trained long (seed 0): how close the floor is
-EXPERIMENTS = ("translation", "scaling")
+EXPERIMENTS = ("translation", "scaling", "bert")
 
 
 # -- the joint sequences -------------------------------------------------------------------------
@@ -347,6 +360,202 @@ def _scaling_run(width: int, steps: int, seed: int, depth: int = SCALING_DEPTH) 
                     cpu_seconds=time.thread_time() - cpu)
 
 
+# -- experiment 3: BERT fine-tuned ----------------------------------------------------------------------
+MASK = "<mask>"
+BERT = dict(d_model=64, nhead=4, num_layers=2, max_len=16)  # MaskedLM: Pre-LN, GELU, no dropout, tied output
+PRETRAIN_STEPS = 1500
+PRETRAIN_LR = 1e-3
+FINETUNE_STEPS = 200
+FINETUNE_LRS = (1e-4, 3e-4, 1e-3)  # each model (pre-trained or fresh), k and seed takes the best on the dev split
+N_DEV = 200  # labelled sentences, apart from the training ones, on which the fine-tuning learning rate is chosen
+LABELLED = (8, 32, 128)  # labelled training sentences
+N_CLASSIFY_TEST_PAIRS = 100  # swap pairs held out: 200 test sentences, half of each label
+TENSES = ("past", "present", "future")
+TIME_WORDS = ("yesterday", "tomorrow", "today", "every day")
+N_CLASSIFY_TEST = 300
+
+
+def strip_time(sentence: str) -> str:
+    """``sentence`` without its time words (:data:`TIME_WORDS`): "he ate rice yesterday" -> "he ate rice"."""
+    check_instance("sentence", sentence, str)
+    words, out, i = sentence.split(), [], 0
+    while i < len(words):
+        if words[i:i + 2] == ["every", "day"]:
+            i += 2
+            continue
+        if words[i] not in TIME_WORDS:
+            out.append(words[i])
+        i += 1
+    return " ".join(out)
+
+
+def tense_sentences() -> list[tuple[str, int]]:
+    """The classification task: the tense (index into :data:`TENSES`) of the grammar's action sentences with their time
+    words removed (:func:`strip_time`), so the verb group alone tells it: "he ate rice at home" (past), "he will eat
+    rice" (future), "he eats rice" (present). A few labelled sentences show only some of the past forms (ate, drank,
+    wrote, bought, ...); which ones are past is what unlabelled text can teach (they occur with "yesterday").
+    Sentences whose stripped form would have two tenses ("i read books") are left out. In the grammar's order."""
+    labels = {}
+    for en, zh in all_translation_pairs():
+        words = en.split()
+        if "have" in words or "has" in words or "is" in words:  # the have- and adjective-sentences: no tense
+            continue
+        tense = 0 if "yesterday" in words else 2 if "tomorrow" in words else 1
+        labels.setdefault(strip_time(en), set()).add(tense)
+    return [(s, next(iter(t))) for s, t in labels.items() if len(t) == 1]
+
+
+def classification_split(seed: int = 0):
+    """``(train, test)``: :data:`N_CLASSIFY_TEST` sentences of :func:`tense_sentences` held out (drawn with the fixed
+    seed 0: the same test for every seed); ``train`` the others, shuffled with ``seed``."""
+    check_int("seed", seed)
+    sentences = tense_sentences()
+    random.Random(0).shuffle(sentences)
+    test, train = sentences[:N_CLASSIFY_TEST], sentences[N_CLASSIFY_TEST:]
+    random.Random(seed).shuffle(train)
+    return train, test
+
+
+def bert_vocab() -> Vocab:
+    """The masked LM's vocabulary: the specials, ``<mask>`` (id 4) and every English word (swaps included)."""
+    return Vocab([MASK] + [w for en, _ in all_translation_pairs(swaps=True) for w in en.split()])
+
+
+class Classifier(torch.nn.Module):
+    """A [CLS]-style classifier: ``body`` (a :class:`LanguageModel` without its causal mask) reads
+    ``<bos> sentence <eos>``; a Linear layer maps the final hidden state at ``<bos>`` (the [CLS] position) to
+    ``num_classes`` logits. Shape: ids (B, L) -> logits (B, num_classes)."""
+
+    def __init__(self, body: LanguageModel, num_classes: int = 2):
+        super().__init__()
+        check_instance("body", body, LanguageModel)
+        check_positive_int("num_classes", num_classes, minimum=2)
+        if body.causal:
+            raise ValueError("body must be bidirectional (causal=False), got a causal LanguageModel")
+        self.body = body
+        self.head = torch.nn.Linear(body.d_model, num_classes)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        b = self.body
+        x = b.position(b.token_embedding(ids))  # (B, L, D)
+        h = b.layers(x, src_key_padding_mask=padding_mask(ids, b.pad_id))  # (B, L, D), no causal mask
+        return self.head(h[:, 0])  # (B, D) -> (B, num_classes)
+
+
+def pretrain_masked_lm(sentences: Sequence[str], seed: int = 0, steps: int = PRETRAIN_STEPS) -> LanguageModel:
+    """A :func:`~transformer_lite.language_models.MaskedLM` (:data:`BERT`) trained with BERT's corruption
+    (:func:`~transformer_lite.language_models.mask_tokens`) on ``sentences``: AdamW (lr :data:`PRETRAIN_LR`,
+    10 % warm-up, cosine to 10 %), batch 64."""
+    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)) or not sentences:
+        raise TypeError(f"sentences must be a non-empty list of str, got {sentences!r:.60}")
+    check_int("seed", seed)
+    check_positive_int("steps", steps)
+    vocab = bert_vocab()
+    ids, _ = sentence_examples(list(sentences), vocab)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = MaskedLM(len(vocab), **BERT)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=PRETRAIN_LR, betas=(0.9, 0.98), weight_decay=0.01)
+    scheduler = _cosine(optimizer, steps)
+    g = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(steps):
+        batch = trim_padding(ids[torch.randint(0, ids.shape[0], (64,), generator=g)])
+        inputs, labels = mask_tokens(batch, mask_id=vocab.stoi[MASK], vocab_size=len(vocab),
+                                     special_ids=(PAD, BOS, EOS, UNK), generator=g)
+        logits = model(inputs)
+        loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=IGNORE_INDEX)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+    return model.eval()
+
+
+def fine_tune(body: LanguageModel, examples: Sequence[tuple[str, int]], seed: int = 0,
+              steps: int = FINETUNE_STEPS, lr: float = 3e-4) -> Classifier:
+    """A :class:`Classifier` on ``body`` (a copy; pre-trained or not), every weight trained on the labelled
+    ``examples`` for ``steps`` steps: AdamW (``lr``, 10 % warm-up, cosine to 10 %), batches of
+    up to 32, dropout none. The same recipe for a pre-trained body and a fresh one."""
+    check_instance("body", body, LanguageModel)
+    if isinstance(examples, str) or not isinstance(examples, (list, tuple)) or not examples:
+        raise TypeError(f"examples must be a non-empty list of (sentence, label) pairs, got {examples!r:.60}")
+    check_int("seed", seed)
+    check_positive_int("steps", steps)
+    check_number("lr", lr, positive=True)
+    vocab = bert_vocab()
+    ids, _ = sentence_examples([s for s, _ in examples], vocab)
+    y = torch.tensor([label for _, label in examples])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Classifier(copy.deepcopy(body), len(TENSES))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    scheduler = _cosine(optimizer, steps)
+    g = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(steps):
+        idx = torch.randint(0, len(examples), (min(32, len(examples)),), generator=g)
+        loss = torch.nn.functional.cross_entropy(model(trim_padding(ids[idx])), y[idx])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+    return model.eval()
+
+
+@torch.no_grad()
+def accuracy(model: Classifier, examples: Sequence[tuple[str, int]]) -> float:
+    """The share of ``examples`` (sentence, label) that ``model`` labels right."""
+    check_instance("model", model, Classifier)
+    ids, _ = sentence_examples([s for s, _ in examples], bert_vocab())
+    pred = model.eval()(ids).argmax(-1)
+    return (pred == torch.tensor([label for _, label in examples])).float().mean().item()
+
+
+def _bert_run(seed: int, labelled=LABELLED, pretrain_steps: int = PRETRAIN_STEPS,
+              finetune_steps: int = FINETUNE_STEPS) -> dict:
+    with num_threads(1):
+        cpu = time.thread_time()
+        train, test = classification_split(seed)
+        held_out = {s for s, _ in test}
+        corpus = [en for en, _ in all_translation_pairs(swaps=True) if strip_time(en) not in held_out]  # unlabelled
+        pretrained = pretrain_masked_lm(corpus, seed, pretrain_steps)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            fresh = MaskedLM(len(bert_vocab()), **BERT)
+        out = dict(pretrain_cpu_seconds=time.thread_time() - cpu)
+        dev, pool = train[:N_DEV], train[N_DEV:]
+        for k in labelled:
+            for name, body in (("pretrained", pretrained), ("scratch", fresh)):
+                models = {lr: fine_tune(body, pool[:k], seed, finetune_steps, lr) for lr in FINETUNE_LRS}
+                dev_acc = {lr: accuracy(m, dev) for lr, m in models.items()}
+                best = max(FINETUNE_LRS, key=lambda lr: dev_acc[lr])  # ties: the smallest learning rate
+                out[f"{name}_{k}"] = accuracy(models[best], test)
+                out[f"{name}_{k}_lr"], out[f"{name}_{k}_dev"] = best, dev_acc[best]
+        out["cpu_seconds"] = time.thread_time() - cpu
+        return out
+
+
+def run_bert(workers: int = WORKERS, log=print, seeds=SEEDS, labelled=LABELLED) -> dict:
+    runs = _run_all([("_bert_run", dict(seed=s, labelled=labelled)) for s in seeds], workers, log)
+    train, test = classification_split(0)
+    return dict(task="the tense (past, present, future) of an action sentence without its time words",
+                tenses=list(TENSES), n_sentences=len(tense_sentences()),
+                test_shares={t: sum(label == i for _, label in test) / len(test) for i, t in enumerate(TENSES)},
+                n_test=len(test), labelled=list(labelled), model=BERT,
+                pretrain=dict(steps=PRETRAIN_STEPS, lr=PRETRAIN_LR, batch_size=64,
+                              corpus="the English sentences of the grammar (swaps too), minus every sentence whose "
+                                     "time-stripped form is a test sentence"),
+                finetune=dict(steps=FINETUNE_STEPS, lrs=list(FINETUNE_LRS), batch_size=32, n_dev=N_DEV,
+                              note="the same recipe for the pre-trained and the fresh body; the learning rate of each "
+                                   "run is the best of lrs on a dev split of the training sentences (not the test)"),
+                results={name: {str(k): dict(accuracy=_stats([r[f"{name}_{k}"] for r in runs]),
+                                             lr=[r[f"{name}_{k}_lr"] for r in runs],
+                                             dev_accuracy=_stats([r[f"{name}_{k}_dev"] for r in runs]))
+                                for k in labelled} for name in ("pretrained", "scratch")},
+                cpu_seconds=_stats([r["cpu_seconds"] for r in runs]))
+
+
 def _call(job):
     fn, kwargs = job
     return globals()[fn](**kwargs)
@@ -428,7 +637,7 @@ def measure(workers: int = WORKERS, log=print, only: Sequence[str] | None = None
     if only is not None and not set(only) <= set(EXPERIMENTS):
         raise ValueError(f"only must name experiments among {list(EXPERIMENTS)}, got {list(only)}")
     results = {}
-    for name, run in dict(translation=run_translation, scaling=run_scaling).items():
+    for name, run in dict(translation=run_translation, scaling=run_scaling, bert=run_bert).items():
         if only is None or name in only:
             start = time.perf_counter()
             log(f"{name}:")
