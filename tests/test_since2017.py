@@ -106,6 +106,14 @@ def test_non_embedding_parameters_leave_out_the_token_and_position_tables():
     assert s.non_embedding_parameters(m) == 2 * per_layer + 2 * d  # + the final LayerNorm
 
 
+def test_the_numbers_do_not_depend_on_the_number_of_workers():
+    kwargs = dict(widths=(16,), token_steps=(10,), seeds=(0, 1), steps=10, long_run=False, log=lambda _: None)
+    one, two = s.run_scaling(workers=1, **kwargs), s.run_scaling(workers=2, **kwargs)
+    for sweep in ("size", "tokens"):
+        for a, b in zip(one[sweep]["results"].values(), two[sweep]["results"].values()):
+            assert a["loss"] == b["loss"] and a["tokens"] == b["tokens"]
+
+
 # -- bad arguments ----------------------------------------------------------------------------------------
 
 def test_bad_arguments_name_the_argument():

@@ -84,7 +84,7 @@ WORKERS = 2  # runs at a time (one CPU thread each)
 # -- experiment 1: decoder-only translation ---------------------------------------------------------
 TRANSLATION_SIZES = (100, 200, 500)  # training pairs; chapter 13's curve: the Transformer is at 0.76 / 0.94 / ~0.98
 TRANSLATION_STEPS = 300  # every model, every size (chapter 13's `longer` runs)
-# Chapter 13's layer (d_model 64, 4 heads, d_ff 128, Post-LN, ReLU, dropout 0.1), stacked 5 deep: 180,864
+# Chapter 13's layer (d_model 64, 4 heads, d_ff 128, Post-LN, ReLU, dropout 0.1), stacked 5 deep: 180,672
 # parameters against the encoder-decoder's 183,689 (2 + 2 layers, two vocabularies, cross-attention).
 DECODER_ONLY = dict(d_model=64, nhead=4, num_layers=5, dim_feedforward=128, dropout=0.1, activation="relu",
                     norm_first=False, max_len=32)
@@ -562,17 +562,18 @@ def _call(job):
 
 
 def _run_all(jobs: list, workers: int, log) -> list:
+    """Every job's result, in the order of ``jobs``; ``workers`` processes at a time (1: here, one after another)."""
+    def report(job, result):
+        log(f"  {job[0][1:-4]} {job[1]}: " + ", ".join(f"{k} {v:.4g}" for k, v in result.items()
+                                                     if isinstance(v, (int, float))))
+        return result
+
     if workers == 1:
-        return [_call(j) for j in jobs]
+        return [report(j, _call(j)) for j in jobs]
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch's thread pools
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
         futures = [pool.submit(_call, j) for j in jobs]
-        out = []
-        for j, f in zip(jobs, futures):
-            out.append(f.result())
-            log(f"  {j[0][1:-4]} {j[1]}: " + ", ".join(f"{k} {v:.4g}" for k, v in out[-1].items()
-                                                        if isinstance(v, (int, float))))
-        return out
+        return [report(j, f.result()) for j, f in zip(jobs, futures)]
 
 
 def _stats(values: list) -> dict:
