@@ -184,8 +184,11 @@ def _names_in_the_repository() -> set[str]:
 
 def test_every_file_named_in_the_configuration_tools_and_prose_exists():
     """Paths into the repository (tools/..., notebooks/..., binder/...) and every *.md named, in the
-    configuration, the Makefile and CI, the tools, the prose and the package."""
-    named_in = [ROOT / "README.md", ROOT / "_config.yml", ROOT / "_toc.yml", ROOT / "Makefile", ROOT / ".ci" / "run",
+    configuration, the Makefile, CI and the workflows, the tools, the prose (README, CONTRIBUTING, book/) and the
+    package. ``NN`` stands for a chapter's number (notebooks/NN_x.ipynb, check/chNN.py): not a file."""
+    named_in = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CITATION.cff", ROOT / ".pre-commit-config.yaml",
+                *(ROOT / ".github" / "workflows").glob("*.yml"),
+                ROOT / "_config.yml", ROOT / "_toc.yml", ROOT / "Makefile", ROOT / ".ci" / "run",
                 *(ROOT / "book").glob("*.md"), *(ROOT / "tools").glob("*.py"), *(ROOT / "tools").glob("*.sh"),
                 *(ROOT / "tools" / "site_assets").iterdir(), *(ROOT / "transformer_lite").rglob("*.py")]
     names = _names_in_the_repository()
@@ -194,7 +197,7 @@ def test_every_file_named_in_the_configuration_tools_and_prose_exists():
     for f in named_in:
         text = f.read_text(encoding="utf-8")
         for ref in re.findall(r"(?<![\w./-])((?:%s)/[\w./-]*[\w-])" % top, text):
-            if "NN_" not in ref and not any((ROOT / f"{ref}{ext}").exists() for ext in ("", ".ipynb", ".md")):
+            if not re.search(r"NN[_.]", ref) and not any((ROOT / f"{ref}{ext}").exists() for ext in ("", ".ipynb", ".md")):
                 missing.append(f"{f.relative_to(ROOT)}: {ref}")
         missing += [f"{f.relative_to(ROOT)}: {m}" for m in re.findall(r"[\w.-]+\.md\b", text) if m not in names]
     assert not missing

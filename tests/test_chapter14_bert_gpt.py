@@ -101,10 +101,9 @@ def test_short_trained_lm_beats_bigram():
     assert lm.lm_perplexity(model, test) < bigram - 0.3
 
 
-def test_notebook_is_clean_and_has_its_checks():
+def test_notebook_has_its_checks():
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    assert all(not c["outputs"] and c["execution_count"] is None for c in code)
+    # clean (no outputs, no execution counts): tests/test_notebooks_clean.py, for every notebook of both editions
     text = "".join("".join(c["source"]) for c in nb["cells"])
     for needle in ("book_seed()", 'torch.device("meta")', "lm.mask_tokens", "lm.generate",
                    "12_inference.ipynb#sampling-temperature-and-top-k",  # chapter 12's control, not a copy
