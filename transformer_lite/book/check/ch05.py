@@ -123,11 +123,26 @@ def exercise_5_4(n_ffn, share):
 
 # ---- 5.5: the position-wise FFN from scratch ------------------------------------------------------------
 
+_FIRST_SEEN: dict = {}
+
+
+def _ffn_remembers_positions(x, W1, b1, W2, b2):
+    """A wrong answer the value check alone accepts: it answers the first input it sees correctly, then reuses
+    that answer position by position (like a lookup by position), so a shuffled input gets the old order."""
+    right = torch.relu(x @ W1 + b1) @ W2 + b2
+    key = tuple(x.shape)
+    if key not in _FIRST_SEEN or not torch.equal(_FIRST_SEEN[key][0].sort(dim=1).values, x.sort(dim=1).values):
+        _FIRST_SEEN[key] = (x.clone(), right)
+        return right
+    return _FIRST_SEEN[key][1]
+
+
 @exercise("5.5", wrong=[
     lambda: (lambda x, W1, b1, W2, b2: (x @ W1 + b1) @ W2 + b2,),                      # no ReLU
     lambda: (lambda x, W1, b1, W2, b2: torch.relu(torch.relu(x @ W1 + b1) @ W2 + b2),),  # a ReLU at the end too
     lambda: (lambda x, W1, b1, W2, b2: torch.relu(x @ W1) @ W2,),                       # biases forgotten
     lambda: (lambda x, W1, b1, W2, b2: torch.relu(x @ W1 + b1).mean(1, keepdim=True) @ W2 + b2,),  # mixes positions
+    lambda: (_ffn_remembers_positions,),  # right on the given order, but tied to where each vector sits
 ])
 def exercise_5_5(my_ffn):
     with torch.random.fork_rng():  # the reader's random numbers stay as they were
@@ -142,4 +157,13 @@ def exercise_5_5(my_ffn):
     close(out, expected, "my_ffn(x, W1, b1, W2, b2)",
           hint="FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position's vector: W1 is (D, d_ff), "
                "W2 is (d_ff, D); the ReLU sits between the two maps only.")
-    return "your FFN equals tl.FeedForward on a (2, 5, 8) batch."
+    # The exercise's second half: shuffling the positions shuffles the output the same way (position-wise).
+    for perm in (torch.tensor([4, 2, 0, 3, 1]), torch.tensor([1, 0, 2, 4, 3])):
+        with torch.no_grad():
+            shuffled = call(my_ffn, x[:, perm], W1, b1, W2, b2, name="my_ffn")
+        tensor(shuffled, "my_ffn(x[:, perm], W1, b1, W2, b2)", tuple(expected.shape))
+        close(shuffled, out[:, perm], "my_ffn(x[:, perm], ...) against my_ffn(x, ...)[:, perm]",
+              hint="a position-wise FFN treats each position's vector alone, so permuting the positions of the "
+                   "input permutes the output the same way; yours depends on where a vector sits.")
+    return ("your FFN equals tl.FeedForward on a (2, 5, 8) batch, and permuting the positions of its input "
+            "permutes its output the same way: it cannot tell where in the sentence a vector came from.")
