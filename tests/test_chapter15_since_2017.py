@@ -11,17 +11,8 @@ import torch.nn as nn
 import transformer_lite as tl
 from transformer_lite import language_models as lm
 from transformer_lite import modern
+from transformer_lite.book.check.ch02 import _rotation as _chapter2_rotation  # chapter 2's M_k, as chapter 2 writes it
 from transformer_lite.book.pretrained import benchmark_results
-
-
-def _chapter2_rotation(k, D):
-    """Chapter 2's M_k, written as chapter 2 writes it (pairs (sin, cos))."""
-    omega = 1.0 / 10000 ** (torch.arange(0, D, 2, dtype=torch.float64) / D)
-    c, s = torch.cos(k * omega), torch.sin(k * omega)
-    M = torch.zeros(D, D, dtype=torch.float64)
-    M[0::2, 0::2], M[0::2, 1::2] = torch.diag(c), torch.diag(s)
-    M[1::2, 0::2], M[1::2, 1::2] = torch.diag(-s), torch.diag(c)
-    return M
 
 
 def test_rotary_is_chapter2_rotation_transposed():

@@ -132,6 +132,21 @@ class History:
     seconds: float = 0.0  # wall-clock time of the whole run
 
 
+def optimization_step(model: nn.Module, loss: torch.Tensor, optimizer, scheduler, clip_grad_norm: float | None,
+                      history: "History") -> None:
+    """One update: clear the gradients, backpropagate ``loss``, clip (if ``clip_grad_norm``), record the learning
+    rate used, step the optimizer and the ``scheduler`` (if any), record the loss. Shared by every training loop."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if clip_grad_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
+    history.lr.append(optimizer.param_groups[0]["lr"])
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    history.loss.append(loss.item())
+
+
 def train(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, *, steps: int, batch_size: int,
           optimizer: torch.optim.Optimizer, scheduler=None, smoothing: float = 0.0, progress: bool = True,
           seed: int = 0, device=None, eval_fn=None, eval_every: int | None = None,
@@ -187,16 +202,7 @@ def train(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, *, steps: int,
             decoder_input, labels = teacher_forcing(tgt_b)  # (B, T), (B, T)
             logits = model(src_b, decoder_input)  # (B, T, V)
             loss = label_smoothed_cross_entropy(logits, labels, smoothing, ignore_index=pad_id)
-
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if clip_grad_norm is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
-            history.lr.append(optimizer.param_groups[0]["lr"])
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-            history.loss.append(loss.item())
+            optimization_step(model, loss, optimizer, scheduler, clip_grad_norm, history)
             if step % 25 == 0 or step == steps:
                 bar.set_postfix(loss=f"{history.loss[-1]:.3f}")
             if eval_fn is not None and ((eval_every and step % eval_every == 0) or step == steps):

@@ -69,7 +69,7 @@ from ..data import BOS, EOS, PAD, UNK, Vocab, all_translation_pairs, pad_batch, 
 from ..language_models import IGNORE_INDEX, LanguageModel, MaskedLM, generate, mask_tokens
 from ..masks import padding_mask
 from ..model import count_parameters
-from ..training import History, label_smoothed_cross_entropy, paper_adam, warmup_scheduler
+from ..training import History, label_smoothed_cross_entropy, optimization_step, paper_adam, warmup_scheduler
 from . import grammar_lab
 from .capstone import new_model, train_model
 from .pretrained import ASSETS, RECIPE, _processor
@@ -196,15 +196,7 @@ def train_lm(model: LanguageModel, ids: torch.Tensor, labels: torch.Tensor, *, s
             y = labels[idx][:, :x.shape[1]]
             logits = model(x[:, :-1])  # (B, L'-1, V)
             loss = label_smoothed_cross_entropy(logits, y[:, 1:], smoothing, ignore_index=IGNORE_INDEX)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if clip_grad_norm is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
-            history.lr.append(optimizer.param_groups[0]["lr"])
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-            history.loss.append(loss.item())
+            optimization_step(model, loss, optimizer, scheduler, clip_grad_norm, history)
     history.seconds = time.perf_counter() - start
     return history
 
