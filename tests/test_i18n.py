@@ -135,3 +135,10 @@ def test_the_chinese_notebooks_run_the_same_code():
         assert [c.get("metadata") for c in en["cells"]] == [c.get("metadata") for c in cn["cells"]], zh.name
         prose = "".join("".join(c["source"]) for c in cn["cells"] if c["cell_type"] == "markdown")
         assert len(re.findall(r"[\u3400-\u9fff]", prose)) > 1000, zh.name
+
+
+def test_the_glossarys_terms_are_words_for_the_chinese_search():
+    """jieba alone cuts 位置编码 into 位置 + 编码: the glossary's terms go into its dictionary (html_search_options)."""
+    words = i18n.search_words()
+    assert {"位置编码", "束搜索", "教师强制", "标签平滑", "残差连接", "多头注意力"} <= set(words)
+    assert all(re.fullmatch(r"[\u3400-\u9fff]+", w) for w in words) and len(words) == len(set(words)) > 80

@@ -176,16 +176,47 @@ def build_edition(out: Path, doctrees: Path, cache: Path, env: dict, strict: boo
     import yaml
 
     title = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["title"]
+    require_jieba()
     with tempfile.TemporaryDirectory(prefix="tl-zh-") as tmp:
+        words = search_dictionary(Path(tmp) / "search-words.txt")
         conf = sphinx_conf(Path(tmp), language=LANGUAGE, locale_dirs=[str(LOCALES)], gettext_compact=False,
                            html_title=translated(title), nb_execution_mode="cache",
                            nb_execution_cache_path=str(cache),
+                           html_search_options={"dict": str(words)},
                            html_theme_options={"search_bar_text": SEARCH_BAR_TEXT, "extra_footer": FOOTER})
         cmd = [str(Path(sys.executable).parent / "sphinx-build"), "-b", "html", "-n", "--keep-going", "-c", str(conf),
                "-d", str(doctrees), str(ROOT), str(out)] + (["-W"] if strict else [])
         env = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tools" / "sphinx_ext"),
                                                                   env.get("PYTHONPATH", "")])))
         return subprocess.run(cmd, cwd=ROOT, env=env, text=True, capture_output=True)
+
+
+# -- search: Chinese words in the index ---------------------------------------------------------------------
+# Sphinx's Chinese search (sphinx/search/zh.py) cuts the text into words with jieba (requirements.txt), and only
+# when jieba imports: without it the index holds no Chinese word and the search finds pages by their titles alone.
+# The browser looks a query up as one word: jieba's own dictionary cuts 位置编码 into 位置 + 编码 and 束搜索 into
+# 束 + 搜索, so a reader typing the book's terms would find nothing. The glossary's Chinese terms are therefore
+# added to jieba's dictionary (Sphinx's html_search_options "dict"); its search mode indexes the parts as well.
+
+
+def require_jieba() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("jieba") is None:
+        raise SystemExit("jieba is not installed (requirements.txt; run `make install`): without it the Chinese "
+                         "edition's search index holds no Chinese word")
+
+
+def search_words() -> list[str]:
+    """The glossary's Chinese terms that jieba can take as words (Han characters only, no spaces), in order."""
+    words = [z for _, _, zhs in glossary_terms() for z in zhs if re.fullmatch(r"[\u3400-\u9fff]{2,}", z)]
+    return list(dict.fromkeys(words))
+
+
+def search_dictionary(dest: Path) -> Path:
+    """jieba's user dictionary (one word a line) of the glossary's terms, for html_search_options["dict"]."""
+    dest.write_text("".join(f"{w}\n" for w in search_words()), encoding="utf-8")
+    return dest
 
 
 # -- terminology: the glossary's Chinese terms, wherever the English term appears ---------------------------

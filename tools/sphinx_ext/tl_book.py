@@ -112,6 +112,20 @@ def translate_toctree_captions(app, doctree) -> None:
             node["caption"] = catalog.gettext(node["caption"])
 
 
+def quiet_jieba(app, config) -> None:
+    """The Chinese edition's search index is cut into words by jieba (sphinx/search/zh.py), which logs four lines
+    to stderr ("Building prefix dict...") when it loads its dictionary: only its warnings are kept."""
+    if not _translated_edition(app):
+        return
+    import logging
+
+    try:
+        import jieba
+    except ImportError:  # Sphinx then indexes no Chinese word; tools/i18n.py's build_edition refuses to build
+        return
+    jieba.setLogLevel(logging.WARNING)
+
+
 def add_static(app) -> None:
     app.config.html_static_path.append(str(Path(__file__).parent / "static"))
 
@@ -156,6 +170,7 @@ def setup(app):
     app.connect("html-page-context", chinese_launch_links, priority=900)  # after sphinx-book-theme's (501)
     app.connect("build-finished", chinese_notebook_downloads)
     app.connect("config-inited", our_templates_first)
+    app.connect("config-inited", quiet_jieba)
     app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_hidden_cell))
     app.connect("builder-inited", add_static)
