@@ -452,6 +452,50 @@ def test_the_chinese_search_index_holds_the_words_of_the_prose():
     assert "attent" in build_book.search_index(HTML / "searchindex.js")["terms"]  # the English index: English stems
 
 
+@pytest.mark.parametrize("edition, show, hide", [("", "Show solution", "Hide solution"), ("zh/", "显示答案", "隐藏答案")])
+def test_a_solution_folds_under_a_toggle_in_its_editions_language(browser, site, edition, show, hide):
+    """A chapter's solution is folded under "Show solution" (English) / 显示答案 (Chinese, as its prose says:
+    tools/i18n.py CODE_PROMPTS); opened, the toggle reads "Hide solution" / 隐藏答案 and the code shows."""
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    try:
+        page.goto(f"{site}{edition}notebooks/05_add_norm_ffn.html")
+        solutions = page.locator("div.cell.tag_solution")
+        assert solutions.count() >= 3
+        for i in range(solutions.count()):
+            summary, code = solutions.nth(i).locator("details > summary"), solutions.nth(i).locator("pre").first
+            summary.scroll_into_view_if_needed()
+            assert summary.inner_text().strip() == show and not code.is_visible()
+        first = solutions.first
+        first.locator("details > summary").click()
+        assert first.locator("details > summary").inner_text().strip() == hide
+        assert first.locator("pre").first.is_visible()
+        assert "check.exercise_5_1(" in first.locator("pre").first.inner_text()
+    finally:
+        ctx.close()
+
+
+def test_every_solution_of_the_chinese_edition_reads_xianshi_daan():
+    """Every folded solution of every Chinese page: 显示答案 / 隐藏答案; the other folded cells: 显示代码 / 隐藏代码;
+    nothing left in English (the English pages keep theirs)."""
+    en, zh = _editions()
+    if not zh:
+        pytest.skip("site not built")
+    toggle = re.compile(r'<p class="(?:collapsed|expanded) admonition-title">([^<]*)</p>')
+    found = {}
+    for name in zh:
+        for text in toggle.findall((HTML / name).read_text(encoding="utf-8")):
+            found.setdefault(text, set()).add(name)
+    assert set(found) <= {"显示答案", "隐藏答案", "显示代码", "隐藏代码"}, {k: sorted(v)[:3] for k, v in found.items()}
+    chapters = {n for n in zh if n.startswith("zh/notebooks/")}
+    assert found.get("显示答案") == found.get("隐藏答案") == chapters  # every chapter has exercises
+    for name in sorted(chapters):  # as many as the English page has
+        english = toggle.findall((HTML / name[3:]).read_text(encoding="utf-8"))
+        chinese = toggle.findall((HTML / name).read_text(encoding="utf-8"))
+        assert english.count("Show solution") == chinese.count("显示答案") > 0, name
+        assert english.count("Show code cell source") == chinese.count("显示代码"), name
+
+
 def test_the_chinese_edition_opens_the_chinese_notebooks():
     """Colab and Binder, and the page's .ipynb download, give the Chinese notebook (notebooks/zh/) in the Chinese
     edition and the English one in the English edition."""

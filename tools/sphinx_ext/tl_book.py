@@ -66,12 +66,15 @@ def depart_citation(self, node) -> None:
 
 def visit_hidden_cell(self, node) -> None:
     """myst-nb's folded cell without aria-label="Toggle hidden content": the summary's visible text
-    ("Show code cell source", "Show solution") is its name (WCAG 2.5.3, axe label-content-name-mismatch)."""
+    ("Show code cell source", "Show solution") is its name (WCAG 2.5.3, axe label-content-name-mismatch).
+    In the Chinese edition the texts are tools/i18n.py's CODE_PROMPTS (config ``tl_code_prompts``)."""
     from html import escape
 
+    prompts = self.config.tl_code_prompts or {}
+    show, hide = (prompts.get(node[k], node[k]) for k in ("prompt_show", "prompt_hide"))
     self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n<summary>\n'
-                     f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n'
-                     f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n</summary>\n')
+                     f'<p class="collapsed admonition-title">{escape(show)}</p>\n'
+                     f'<p class="expanded admonition-title">{escape(hide)}</p>\n</summary>\n')
 
 
 def depart_hidden_cell(self, node) -> None:
@@ -171,6 +174,8 @@ def setup(app):
     app.connect("build-finished", chinese_notebook_downloads)
     app.connect("config-inited", our_templates_first)
     app.connect("config-inited", quiet_jieba)
+    # {English toggle text: its translation} for the folded cells (tools/i18n.py CODE_PROMPTS; empty in English)
+    app.add_config_value("tl_code_prompts", {}, "html", types=[dict])
     app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_hidden_cell))
     app.connect("builder-inited", add_static)
