@@ -352,7 +352,30 @@ def test_the_glossarys_terms_are_words_of_the_chinese_search(tmp_path):
 
     tokenizer = jieba.Tokenizer()
     assert "位置编码" not in set(tokenizer.cut_for_search("位置编码的波长"))
-    tokenizer.load_userdict(str(i18n.search_dictionary(tmp_path / "words.txt")))
+    words = i18n.search_dictionary(tmp_path)
+    assert words == i18n.search_dictionary(tmp_path) and words.read_text(encoding="utf-8").split() == i18n.search_words()
+    tokenizer.load_userdict(str(words))
     for text, words in [("位置编码的波长", {"位置编码", "位置", "编码", "波长"}), ("束搜索保留最好的假设", {"束搜索", "搜索"}),
                         ("训练时用教师强制和标签平滑", {"教师强制", "标签平滑"})]:
         assert words <= set(tokenizer.cut_for_search(text)), text
+
+
+def test_the_chinese_search_language_splits_and_stems_as_sphinxs():
+    """tl_book registers Sphinx's Chinese search with its Latin words in a set (its list made stem() scan 100k+
+    words for each distinct word of a page): the same words, the same stems."""
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
+    import tl_book
+    from sphinx.search.zh import SearchChinese
+
+    registered = []
+    app = SimpleNamespace(config=SimpleNamespace(language="zh_CN"), add_search_language=registered.append)
+    tl_book.chinese_search(app, app.config)
+    english = SimpleNamespace(config=SimpleNamespace(language="en"), add_search_language=registered.append)
+    tl_book.chinese_search(english, english.config)
+    assert len(registered) == 1 and registered[0].lang == "zh"
+    ours, sphinxs = registered[0]({}), SearchChinese({})
+    text = "残差连接让梯度在深层网络中流动：LayerNorm normalizes each token; the GPU runs attention heads at once."
+    assert ours.split(text) == sphinxs.split(text)
+    assert [ours.stem(w) for w in ours.split(text)] == [sphinxs.stem(w) for w in sphinxs.split(text)]

@@ -186,8 +186,8 @@ def build_edition(out: Path, doctrees: Path, cache: Path, env: dict, strict: boo
 
     title = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["title"]
     require_jieba()
+    words = search_dictionary(doctrees)
     with tempfile.TemporaryDirectory(prefix="tl-zh-") as tmp:
-        words = search_dictionary(Path(tmp) / "search-words.txt")
         conf = sphinx_conf(Path(tmp), language=LANGUAGE, locale_dirs=[str(LOCALES)], gettext_compact=False,
                            html_title=translated(title), nb_execution_mode="cache",
                            nb_execution_cache_path=str(cache),
@@ -222,9 +222,17 @@ def search_words() -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def search_dictionary(dest: Path) -> Path:
-    """jieba's user dictionary (one word a line) of the glossary's terms, for html_search_options["dict"]."""
-    dest.write_text("".join(f"{w}\n" for w in search_words()), encoding="utf-8")
+def search_dictionary(folder: Path) -> Path:
+    """jieba's user dictionary (one word a line) of the glossary's terms, for html_search_options["dict"], written
+    into ``folder`` under a name that changes with its words only: Sphinx rewrites every page (and re-indexes it)
+    when the option changes, so an unchanged dictionary keeps an incremental build incremental."""
+    import hashlib
+
+    text = "".join(f"{w}\n" for w in search_words())
+    dest = folder / f"search-words-{hashlib.sha256(text.encode()).hexdigest()[:12]}.txt"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not dest.exists():
+        dest.write_text(text, encoding="utf-8")
     return dest
 
 
