@@ -310,3 +310,75 @@ def test_the_kernels_record_where_they_import_the_package_from(tmp_path):
     # the kernel runs the Python of this venv from an empty folder, so it finds what pip installed there
     assert Path(record.read_text()).name == "__init__.py"
     assert Path(record.read_text()).parent.name == Path(transformer_lite.__file__).parent.name
+
+
+# ---------------------------------------------------------------- the Chinese edition's search
+
+
+def _search_index(folder: Path, terms: dict, titleterms: dict | None = None) -> Path:
+    index = {"terms": terms, "titleterms": titleterms or {}, "docnames": ["a"], "titles": ["A"]}
+    _write(folder / "searchindex.js", "Search.setIndex(" + json.dumps(index, ensure_ascii=False) + ")")
+    return folder
+
+
+def test_the_build_fails_a_chinese_search_index_without_chinese_words(tmp_path):
+    """Without jieba Sphinx's Chinese index holds no Chinese word (measured: 0, and 3,984 with it): the build fails."""
+    import i18n
+
+    glossary = {w: 0 for w in i18n.search_words()}
+    many = {chr(0x4E00 + i) + chr(0x4E00 + i + 1): 0 for i in range(bb.MIN_CHINESE_TERMS)}
+    assert bb.chinese_search_problems(_search_index(tmp_path / "ok", {**many, **glossary}, {"注意力": 0})) == []
+    latin_only = bb.chinese_search_problems(_search_index(tmp_path / "latin", {"attent": 0, "layer": 0}))
+    assert len(latin_only) == 2 and "jieba" in latin_only[0] and "glossary terms" in latin_only[1]
+    without_a_term = {k: v for k, v in {**many, **glossary}.items() if k != "束搜索"}
+    problems = bb.chinese_search_problems(_search_index(tmp_path / "cut", without_a_term))
+    assert len(problems) == 1 and "束搜索" in problems[0]
+    assert "missing" in bb.chinese_search_problems(tmp_path / "nothing")[0]
+
+
+def test_the_chinese_edition_needs_jieba(monkeypatch):
+    import importlib.util
+
+    import i18n
+
+    i18n.require_jieba()  # installed by `make install` (requirements.txt)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jieba" else object())
+    with pytest.raises(SystemExit, match="jieba"):
+        i18n.require_jieba()
+
+
+def test_the_glossarys_terms_are_words_of_the_chinese_search(tmp_path):
+    """jieba (as Sphinx's Chinese search runs it) with the book's dictionary keeps the glossary's terms whole,
+    and still indexes their parts; its own dictionary cuts 位置编码 into 位置 + 编码."""
+    import jieba
+    import i18n
+
+    tokenizer = jieba.Tokenizer()
+    assert "位置编码" not in set(tokenizer.cut_for_search("位置编码的波长"))
+    words = i18n.search_dictionary(tmp_path)
+    assert words == i18n.search_dictionary(tmp_path) and words.read_text(encoding="utf-8").split() == i18n.search_words()
+    tokenizer.load_userdict(str(words))
+    for text, words in [("位置编码的波长", {"位置编码", "位置", "编码", "波长"}), ("束搜索保留最好的假设", {"束搜索", "搜索"}),
+                        ("训练时用教师强制和标签平滑", {"教师强制", "标签平滑"})]:
+        assert words <= set(tokenizer.cut_for_search(text)), text
+
+
+def test_the_chinese_search_language_splits_and_stems_as_sphinxs():
+    """tl_book registers Sphinx's Chinese search with its Latin words in a set (its list made stem() scan 100k+
+    words for each distinct word of a page): the same words, the same stems."""
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
+    import tl_book
+    from sphinx.search.zh import SearchChinese
+
+    registered = []
+    app = SimpleNamespace(config=SimpleNamespace(language="zh_CN"), add_search_language=registered.append)
+    tl_book.chinese_search(app, app.config)
+    english = SimpleNamespace(config=SimpleNamespace(language="en"), add_search_language=registered.append)
+    tl_book.chinese_search(english, english.config)
+    assert len(registered) == 1 and registered[0].lang == "zh"
+    ours, sphinxs = registered[0]({}), SearchChinese({})
+    text = "残差连接让梯度在深层网络中流动：LayerNorm normalizes each token; the GPU runs attention heads at once."
+    assert ours.split(text) == sphinxs.split(text)
+    assert [ours.stem(w) for w in ours.split(text)] == [sphinxs.stem(w) for w in sphinxs.split(text)]

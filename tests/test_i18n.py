@@ -127,11 +127,58 @@ def test_the_chinese_notebooks_are_generated_and_up_to_date():
 
 
 def test_the_chinese_notebooks_run_the_same_code():
+    """The same code and cell metadata as the English notebook, but for the folds' titles (i18n.chinese_toggles)."""
     for zh in sorted(i18n.ZH_NOTEBOOKS.glob("*.ipynb")):
         en = json.loads((ROOT / "notebooks" / zh.name).read_text(encoding="utf-8"))
         cn = json.loads(zh.read_text(encoding="utf-8"))
-        assert [c["source"] for c in en["cells"] if c["cell_type"] == "code"] == \
-               [c["source"] for c in cn["cells"] if c["cell_type"] == "code"], zh.name
+        en_code = [i18n.chinese_toggles(c) for c in en["cells"] if c["cell_type"] == "code"]
+        assert [c["source"] for c in en_code] == [c["source"] for c in cn["cells"] if c["cell_type"] == "code"], zh.name
         assert [c.get("metadata") for c in en["cells"]] == [c.get("metadata") for c in cn["cells"]], zh.name
         prose = "".join("".join(c["source"]) for c in cn["cells"] if c["cell_type"] == "markdown")
         assert len(re.findall(r"[\u3400-\u9fff]", prose)) > 1000, zh.name
+
+
+def _solutions(nb: dict) -> list[dict]:
+    return [c for c in nb["cells"] if "solution" in c.get("metadata", {}).get("tags", [])]
+
+
+def test_the_chinese_notebooks_solutions_fold_under_chinese_toggles():
+    """Every solution of notebooks/zh/ reads 显示答案 / 隐藏答案 on its toggle (myst-nb's mystnb.code_prompt_show/hide,
+    as the prose says) and 答案 as its Colab title; the strings come from one table, i18n.CODE_PROMPTS."""
+    assert (i18n.CODE_PROMPTS["Show solution"], i18n.CODE_PROMPTS["Hide solution"]) == ("显示答案", "隐藏答案")
+    found, bad = 0, []
+    for zh in sorted(i18n.ZH_NOTEBOOKS.glob("*.ipynb")):
+        nb = json.loads(zh.read_text(encoding="utf-8"))
+        english = _solutions(json.loads((ROOT / "notebooks" / zh.name).read_text(encoding="utf-8")))
+        solutions = _solutions(nb)
+        assert len(solutions) == len(english) >= 3, f"{zh.name}: {len(solutions)} solutions, English {len(english)}"
+        for i, cell in enumerate(solutions):
+            prompts = cell["metadata"].get("mystnb", {})
+            if (prompts.get("code_prompt_show"), prompts.get("code_prompt_hide")) != ("显示答案", "隐藏答案") \
+                    or not cell["source"][0].startswith("#@title 答案"):
+                bad.append(f"{zh.name} solution {i + 1}: {prompts}, {cell['source'][0].strip()!r}")
+            found += 1
+        text = zh.read_text(encoding="utf-8")
+        assert "Show solution" not in text and "Hide solution" not in text, zh.name
+    assert not bad, f"solutions of notebooks/zh/ whose toggles are not Chinese (python tools/i18n.py notebooks):\n" + \
+        "\n".join(bad[:20])
+    assert found >= 60
+
+
+def test_chinese_toggles_change_only_the_folds_titles():
+    cell = {"cell_type": "code", "source": ["#@title Solution\n", "x = 1  # Show solution\n"], "outputs": [],
+            "metadata": {"tags": ["hide-cell", "solution"], "cellView": "form",
+                         "mystnb": {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}}}
+    assert i18n.chinese_toggles(cell) == {
+        "cell_type": "code", "source": ["#@title 答案\n", "x = 1  # Show solution\n"], "outputs": [],
+        "metadata": {"tags": ["hide-cell", "solution"], "cellView": "form",
+                     "mystnb": {"code_prompt_show": "显示答案", "code_prompt_hide": "隐藏答案"}}}
+    plain = {"cell_type": "code", "source": "print(1)", "metadata": {}, "outputs": []}
+    assert i18n.chinese_toggles(json.loads(json.dumps(plain))) == plain
+
+
+def test_the_glossarys_terms_are_words_for_the_chinese_search():
+    """jieba alone cuts 位置编码 into 位置 + 编码: the glossary's terms go into its dictionary (html_search_options)."""
+    words = i18n.search_words()
+    assert {"位置编码", "束搜索", "教师强制", "标签平滑", "残差连接", "多头注意力"} <= set(words)
+    assert all(re.fullmatch(r"[\u3400-\u9fff]+", w) for w in words) and len(words) == len(set(words)) > 80

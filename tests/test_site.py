@@ -394,6 +394,108 @@ def test_search_finds_pages_within_its_own_edition(browser, site, edition, query
         ctx.close()
 
 
+# Words of the Chinese edition's prose that no page title holds, each with a page that teaches it. The search finds
+# them only through its index's words (jieba, tools/i18n.py): without jieba Sphinx indexes no Chinese word and falls
+# back to matching titles. The first five are body text of their page (and in no heading long enough for that
+# fallback); 残差 is a word inside the headings of chapter 5 ("为什么需要残差连接"), which therefore ranks first.
+ZH_QUERIES = [("核采样", "notebooks/12_inference"), ("置换等变性", "notebooks/09_encoder"),
+              ("词对齐", "notebooks/10_decoder"), ("学习率预热", "notebooks/11_training"),
+              ("波长", "notebooks/02_positional_encoding"), ("残差", "notebooks/05_add_norm_ffn")]
+BODY_QUERIES = ZH_QUERIES[:5]
+
+
+def _search(browser, url: str) -> list[str]:
+    """The result links of a search page, in order, once the search has finished: searchtools.js lists the results
+    one by one, then writes the summary ("found N pages", or none found), empty until then. (Search is a const of
+    its script, not a property of window; its "Searching..." pulse can restart after it stopped: no signal.)"""
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    try:
+        page.goto(url)
+        page.wait_for_function("() => typeof Search !== 'undefined' && Search.status && Search.status.innerText.trim()",
+                               timeout=30000)
+        return page.eval_on_selector_all("#search-results li a", "as => as.map(a => a.href)")
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("query, doc", ZH_QUERIES, ids=[q for q, _ in ZH_QUERIES])
+def test_chinese_search_finds_a_page_by_the_words_of_its_text(browser, site, query, doc):
+    links = _search(browser, f"{site}zh/search.html?q={query}")
+    pages = list(dict.fromkeys(u.split("#")[0] for u in links))
+    assert all("/zh/" in u for u in pages), pages[:10]
+    target = f"{site}zh/{doc}.html"
+    assert target in pages[:3], f"{query}: {target} not in the first three results: {pages[:6]}"
+    if doc == "notebooks/05_add_norm_ffn":
+        assert pages[0] == target
+
+
+def test_the_chinese_search_index_holds_the_words_of_the_prose():
+    """Without a browser: the built index (tools/build_book.py's check), and each query of ZH_QUERIES's first five
+    is a word of its page's text, in no page title, and in no heading the title-only search would match."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build_book
+
+    if not (HTML / "zh" / "searchindex.js").exists():
+        pytest.skip("Chinese edition not built")
+    assert build_book.chinese_search_problems(HTML / "zh") == []
+    index = build_book.search_index(HTML / "zh" / "searchindex.js")
+    for query, doc in BODY_QUERIES:
+        found = index["terms"].get(query)
+        found = [found] if isinstance(found, int) else found or []
+        assert doc in [index["docnames"][i] for i in found], f"{query} is not a word of {doc}'s text"
+        assert not any(query in title for title in index["titles"]), query
+        # searchtools.js matches a heading that contains the query and is at most twice as long
+        assert not [t for t in index["alltitles"] if query in t and len(query) >= len(t) / 2], query
+    assert "attent" in build_book.search_index(HTML / "searchindex.js")["terms"]  # the English index: English stems
+
+
+@pytest.mark.parametrize("edition, show, hide", [("", "Show solution", "Hide solution"), ("zh/", "显示答案", "隐藏答案")])
+def test_a_solution_folds_under_a_toggle_in_its_editions_language(browser, site, edition, show, hide):
+    """A chapter's solution is folded under "Show solution" (English) / 显示答案 (Chinese, as its prose says:
+    tools/i18n.py CODE_PROMPTS); opened, the toggle reads "Hide solution" / 隐藏答案 and the code shows."""
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    try:
+        page.goto(f"{site}{edition}notebooks/05_add_norm_ffn.html")
+        solutions = page.locator("div.cell.tag_solution")
+        assert solutions.count() >= 3
+        for i in range(solutions.count()):
+            summary, code = solutions.nth(i).locator("details > summary"), solutions.nth(i).locator("pre").first
+            summary.scroll_into_view_if_needed()
+            assert summary.inner_text().strip() == show and not code.is_visible()
+        first = solutions.first
+        first.locator("details > summary").click()
+        assert first.locator("details > summary").inner_text().strip() == hide
+        assert first.locator("pre").first.is_visible()
+        assert "check.exercise_5_1(" in first.locator("pre").first.inner_text()
+    finally:
+        ctx.close()
+
+
+def test_every_solution_of_the_chinese_edition_reads_xianshi_daan():
+    """Every folded solution of every Chinese page: 显示答案 / 隐藏答案; the other folded cells: 显示代码 / 隐藏代码;
+    nothing left in English (the English pages keep theirs)."""
+    en, zh = _editions()
+    if not zh:
+        pytest.skip("site not built")
+    toggle = re.compile(r'<p class="(?:collapsed|expanded) admonition-title">([^<]*)</p>')
+    found = {}
+    for name in zh:
+        for text in toggle.findall((HTML / name).read_text(encoding="utf-8")):
+            found.setdefault(text, set()).add(name)
+    assert set(found) <= {"显示答案", "隐藏答案", "显示代码", "隐藏代码"}, {k: sorted(v)[:3] for k, v in found.items()}
+    chapters = {n for n in zh if n.startswith("zh/notebooks/")}
+    assert found.get("显示答案") == found.get("隐藏答案") == chapters  # every chapter has exercises
+    for name in sorted(chapters):  # as many as the English page has
+        english = toggle.findall((HTML / name[3:]).read_text(encoding="utf-8"))
+        chinese = toggle.findall((HTML / name).read_text(encoding="utf-8"))
+        assert english.count("Show solution") == chinese.count("显示答案") > 0, name
+        assert english.count("Show code cell source") == chinese.count("显示代码"), name
+
+
 def test_the_chinese_edition_opens_the_chinese_notebooks():
     """Colab and Binder, and the page's .ipynb download, give the Chinese notebook (notebooks/zh/) in the Chinese
     edition and the English one in the English edition."""

@@ -31,6 +31,8 @@ Steps:
    ``_config.yml`` (the colour mode, the extension list without sphinx-thebe); the checks fail the
    build if it did not take: no page > 2 MB, the site < 80 MB (two editions), no reference to another host left in a
    src/href that the browser would load, no ipywidgets output, the configured colour mode on every page.
+6. The Chinese edition (tools/i18n.py) is built into ``_build/html/zh/`` from the same cache; its search index must
+   hold Chinese words (jieba, with the glossary's terms as words), else search finds its pages by their titles alone.
 """
 from __future__ import annotations
 
@@ -387,6 +389,36 @@ def check_site(html_dir: Path, mode: str | None = None) -> list[str]:
     return problems
 
 
+def search_index(path: Path) -> dict:
+    """A built edition's searchindex.js (``Search.setIndex({...})``) as a dict: terms, titleterms, titles..."""
+    text = path.read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1:text.rindex(")")])
+
+
+MIN_CHINESE_TERMS = 1000  # measured: 3,984 Chinese words in the Chinese edition's index (0 without jieba)
+
+
+def chinese_search_problems(zh_dir: Path) -> list[str]:
+    """The Chinese edition's search index holds Chinese words (jieba cut the text: tools/i18n.py) and every
+    glossary term whole (jieba's dictionary of them), else readers find pages by their titles alone."""
+    import i18n
+
+    path = zh_dir / "searchindex.js"
+    if not path.exists():
+        return [f"{path} is missing"]
+    index = search_index(path)
+    words = set(index["terms"]) | set(index["titleterms"])
+    han = [w for w in words if i18n.HAN.search(w)]
+    problems = []
+    if len(han) < MIN_CHINESE_TERMS:
+        problems.append(f"the Chinese search index holds {len(han)} Chinese words (< {MIN_CHINESE_TERMS}): "
+                        "was jieba importable in the build? (requirements.txt)")
+    missing = [w for w in i18n.search_words() if w not in words]
+    if missing:
+        problems.append(f"glossary terms not in the Chinese search index as words: {missing[:10]}")
+    return problems
+
+
 def chinese_edition(html_dir: Path) -> list[str]:
     """Build the Chinese edition into html_dir/zh from the catalogs (tools/i18n.py), with the English
     build's notebook outputs: the notebooks run once, for both editions. Returns the problems."""
@@ -404,6 +436,8 @@ def chinese_edition(html_dir: Path) -> list[str]:
     ran = [line for line in (proc.stdout + proc.stderr).splitlines() if "Executing notebook" in line]
     if ran:  # its outputs must come from the English build's execution cache
         problems.append(f"the Chinese edition executed notebooks again: {ran[:3]}")
+    if proc.returncode == 0:
+        problems += chinese_search_problems(html_dir / "zh")
     # The Chinese edition's _static/tl is copied here, not by Sphinx: an incremental build with no page out of
     # date copies no static file, and one that does keeps an older copy that differs ("will overwrite data").
     # Without translator/: the translators' files (ONNX Runtime Web and both models, ~11 MB) are on the site

@@ -7,7 +7,7 @@
     python tools/i18n.py check     # extract, then list every message that is missing, untranslated, fuzzy
                                    # or malformed (exit 1 if any)
     python tools/i18n.py notebooks # write notebooks/zh/*.ipynb: the notebooks with their markdown in Chinese
-                                   # (code cells identical), for Jupyter and Colab
+                                   # (the same code; the solutions' toggles in Chinese), for Jupyter and Colab
 
 Sphinx's gettext builder cuts every prose paragraph of the notebooks' markdown cells and of book/*.md
 into one message; code cells and outputs are not messages (they stay English in both editions).
@@ -41,6 +41,15 @@ SEARCH_BAR_TEXT = "搜索本书……"  # Jupyter Book's "Search this book..." (
 FOOTER = ('文字和图：<a href="https://creativecommons.org/licenses/by-sa/4.0/">CC BY-SA 4.0</a>；'
           '代码：MIT（见仓库中的 LICENSE）；HSK 句子：hsk-sentences-audio 1.0.0，CC BY-SA 4.0。'
           '本站由仓库中的笔记本生成；站上的一切都由本站自己提供。')
+
+
+# The folded cells' toggles in Chinese (not messages: a solution's are cell metadata, mystnb.code_prompt_show/hide,
+# the others myst-nb's defaults). The one table: notebooks/zh/ get the solutions' (chinese_notebook), the Chinese
+# site all of them (build_edition -> tl_code_prompts, tools/sphinx_ext/tl_book.py). The prose says 显示答案.
+CODE_PROMPTS = {"Show solution": "显示答案", "Hide solution": "隐藏答案",
+                "Show code cell source": "显示代码", "Hide code cell source": "隐藏代码"}
+# A solution's first line, its title in Colab (which folds a cell as a form with a title; Jupyter ignores it)
+COLAB_TITLES = {"#@title Solution": "#@title 答案"}
 
 
 PATHS = ("bibtex_bibfiles", "html_extra_path", "html_favicon", "html_logo", "html_static_path")
@@ -176,16 +185,55 @@ def build_edition(out: Path, doctrees: Path, cache: Path, env: dict, strict: boo
     import yaml
 
     title = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["title"]
+    require_jieba()
+    words = search_dictionary(doctrees)
     with tempfile.TemporaryDirectory(prefix="tl-zh-") as tmp:
         conf = sphinx_conf(Path(tmp), language=LANGUAGE, locale_dirs=[str(LOCALES)], gettext_compact=False,
                            html_title=translated(title), nb_execution_mode="cache",
                            nb_execution_cache_path=str(cache),
+                           html_search_options={"dict": str(words)}, tl_code_prompts=CODE_PROMPTS,
                            html_theme_options={"search_bar_text": SEARCH_BAR_TEXT, "extra_footer": FOOTER})
         cmd = [str(Path(sys.executable).parent / "sphinx-build"), "-b", "html", "-n", "--keep-going", "-c", str(conf),
                "-d", str(doctrees), str(ROOT), str(out)] + (["-W"] if strict else [])
         env = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tools" / "sphinx_ext"),
                                                                   env.get("PYTHONPATH", "")])))
         return subprocess.run(cmd, cwd=ROOT, env=env, text=True, capture_output=True)
+
+
+# -- search: Chinese words in the index ---------------------------------------------------------------------
+# Sphinx's Chinese search (sphinx/search/zh.py) cuts the text into words with jieba (requirements.txt), and only
+# when jieba imports: without it the index holds no Chinese word and the search finds pages by their titles alone.
+# The browser looks a query up as one word: jieba's own dictionary cuts 位置编码 into 位置 + 编码 and 束搜索 into
+# 束 + 搜索, so a reader typing the book's terms would find nothing. The glossary's Chinese terms are therefore
+# added to jieba's dictionary (Sphinx's html_search_options "dict"); its search mode indexes the parts as well.
+
+
+def require_jieba() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("jieba") is None:
+        raise SystemExit("jieba is not installed (requirements.txt; run `make install`): without it the Chinese "
+                         "edition's search index holds no Chinese word")
+
+
+def search_words() -> list[str]:
+    """The glossary's Chinese terms that jieba can take as words (Han characters only, no spaces), in order."""
+    words = [z for _, _, zhs in glossary_terms() for z in zhs if re.fullmatch(r"[\u3400-\u9fff]{2,}", z)]
+    return list(dict.fromkeys(words))
+
+
+def search_dictionary(folder: Path) -> Path:
+    """jieba's user dictionary (one word a line) of the glossary's terms, for html_search_options["dict"], written
+    into ``folder`` under a name that changes with its words only: Sphinx rewrites every page (and re-indexes it)
+    when the option changes, so an unchanged dictionary keeps an incremental build incremental."""
+    import hashlib
+
+    text = "".join(f"{w}\n" for w in search_words())
+    dest = folder / f"search-words-{hashlib.sha256(text.encode()).hexdigest()[:12]}.txt"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not dest.exists():
+        dest.write_text(text, encoding="utf-8")
+    return dest
 
 
 # -- terminology: the glossary's Chinese terms, wherever the English term appears ---------------------------
@@ -325,11 +373,29 @@ def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
             missing += miss
             parts = text.split("\n")
             cell["source"] = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+        else:
+            chinese_toggles(cell)
     nb.setdefault("metadata", {})["language_info"] = dict(nb["metadata"].get("language_info", {}), name="python")
     nb["metadata"]["tl_edition"] = {"language": "zh_CN", "source": path.name,
                                     "note": "generated by tools/i18n.py notebooks from the English notebook and "
                                             f"locales/{LANGUAGE}; do not edit"}
     return nb, missing
+
+
+def chinese_toggles(cell: dict) -> dict:
+    """A code cell's fold in Chinese (CODE_PROMPTS, COLAB_TITLES): the site's toggle (mystnb.code_prompt_show/hide)
+    and, in a solution, Colab's form title. Nothing else of a code cell changes."""
+    prompts = cell.get("metadata", {}).get("mystnb", {})
+    for key in ("code_prompt_show", "code_prompt_hide"):
+        if key in prompts:
+            prompts[key] = CODE_PROMPTS.get(prompts[key], prompts[key])
+    source = cell.get("source")
+    lines = source.splitlines(keepends=True) if isinstance(source, str) else source
+    if lines and lines[0].rstrip("\n") in COLAB_TITLES:
+        first = lines[0].rstrip("\n")
+        lines = [COLAB_TITLES[first] + lines[0][len(first):]] + list(lines[1:])
+        cell["source"] = "".join(lines) if isinstance(source, str) else lines
+    return cell
 
 
 def chinese_notebooks() -> dict[Path, str]:
