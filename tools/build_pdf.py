@@ -51,7 +51,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 # the page the joined document is served as: one folder deep, like every page of the book (book/, notebooks/),
 # so the pages' relative links to ../_images and ../_static resolve unchanged
-PRINT_PAGE = "notebooks/__print__.html"
+PRINT_PAGE = "notebooks" + "/__print__.html"
 
 WORDS = {
     "en": {"edition": "English edition", "contents": "Contents", "version": "Version",
@@ -332,11 +332,60 @@ def print_pdf(url: str, dest: Path, browser) -> dict:
     # every image decoded (the pages' figures are files and data: URIs)
     page.wait_for_function("() => Array.from(document.images).every(i => i.complete)", timeout=60_000)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    headings = page.evaluate("() => Array.from(document.querySelectorAll('h1,h2,h3,h4,h5,h6'))"
+                             ".filter(h => h.offsetParent !== null || h.getClientRects().length)"
+                             ".map(h => h.textContent.replace(/\\s+/g, ' ').trim())")
     page.pdf(path=str(dest), format="A4", print_background=True, outline=True, tagged=True,
              display_header_footer=True, header_template="<div></div>", footer_template=FOOTER,
              margin={"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"})
     page.close()
-    return {"math": math, "math_blocks": raw, "errors": errors}
+    fixed = fix_outline(dest, headings)
+    return {"math": math, "math_blocks": raw, "errors": errors, "outline_fixed": fixed}
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def fix_outline(pdf: Path, headings: list[str]) -> int:
+    """Chromium's bookmarks repeat the first line of some headings ("The mathThe math": seen on headings it
+    lays out at the top of a page). Each bookmark is given the text of its heading in the document (the
+    bookmarks are the headings, in order). Returns how many titles changed."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import NameObject, TextStringObject
+
+    writer = PdfWriter(clone_from=PdfReader(str(pdf)))
+    root = writer.root_object.get("/Outlines")
+    if root is None:
+        return 0
+    items = []
+
+    def walk(node):
+        while node is not None:
+            node = node.get_object()
+            items.append(node)
+            if "/First" in node:
+                walk(node["/First"])
+            node = node.get("/Next")
+
+    walk(root.get_object().get("/First"))
+    changed, i = 0, 0
+    for item in items:
+        title = str(item.get("/Title", ""))
+        for j in range(i, min(i + 8, len(headings))):
+            h = headings[j]
+            if h and _squash(title).endswith(_squash(h)):
+                i = j + 1
+                if title != h:
+                    item[NameObject("/Title")] = TextStringObject(h)
+                    changed += 1
+                break
+    if changed:
+        tmp = pdf.with_suffix(".tmp.pdf")
+        with open(tmp, "wb") as f:
+            writer.write(f)
+        tmp.replace(pdf)
+    return changed
 
 
 def main(argv=None) -> int:
@@ -374,7 +423,7 @@ def main(argv=None) -> int:
                 info = print_pdf(f"http://127.0.0.1:{server.server_port}{path}", dest, browser)
                 size = dest.stat().st_size
                 log(f"{e}: {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest} "
-                    f"{size / 2**20:.1f} MiB, {info['math']} formulas typeset, printed in {time.time() - t1:.0f} s"
+                    f"{size / 2**20:.1f} MiB, {info['math']} formulas typeset, {info['outline_fixed']} bookmark titles fixed, printed in {time.time() - t1:.0f} s"
                     + (f"; page errors: {info['errors'][:3]}" if info["errors"] else ""))
                 if size > MAX_PDF:
                     problems.append(f"{dest.name}: {size / 2**20:.1f} MiB > {MAX_PDF / 2**20:.0f} MiB")
