@@ -176,7 +176,7 @@ def copy_pdf(app, exception) -> None:
         return
     import shutil
 
-    (Path(app.outdir) / "pdf").mkdir(exist_ok=True)
+    (Path(app.outdir) / "pdf").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(_pdf(app), Path(app.outdir) / "pdf" / _pdf(app).name)
 
 
