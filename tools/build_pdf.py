@@ -57,10 +57,12 @@ WORDS = {
     "en": {"edition": "English edition", "contents": "Contents", "version": "Version",
            "live": "Interactive in the online book and in the notebook (Jupyter, Colab): {what}. "
                    "Printed here in its default state.",
+           "bertviz": "choose the attention and the layer, hover a token or a head",
            "box": "In the online book and in the notebook (Jupyter, Colab) a box here lets you type your own input.",
            "site": "The online book and the notebooks: {url}"},
     "zh": {"edition": "中文版", "contents": "目录", "version": "版本",
            "live": "在线版和笔记本（Jupyter、Colab）中可交互：{what}。此处印出的是默认状态。",
+           "bertviz": "选择注意力类型和层，将鼠标悬停在词元或注意力头上",
            "box": "在线版和笔记本（Jupyter、Colab）中，此处有一个输入框，可输入你自己的句子。",
            "site": "在线版与笔记本：{url}"},
 }
@@ -226,6 +228,10 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
                 el.insert(0, p)
                 for old in el.select(".tl-note"):
                     old.decompose()
+            for el in article.select(".tl-bertviz"):  # bertviz's views: drawn in their first layer and attention
+                p = soup.new_tag("p", attrs={"class": "tl-pdf-note"})
+                p.string = words["live"].format(what=words["bertviz"])
+                el.insert_before(p)
             for el in article.select(".tl-translator"):
                 p = soup.new_tag("p", attrs={"class": "tl-pdf-note"})
                 p.string = words["box"]
