@@ -1,8 +1,9 @@
 # Transformer, Step by Step -- every target does its own set-up on a fresh machine.
 #   make book   build the site into _build/html (executes every notebook)
-#   make pdf    one PDF per edition (_build/pdf/transformer-step-by-step.en.pdf, .zh.pdf): the built site joined into one
-#               document and printed by Chromium (tools/build_pdf.py; ~3 min on 2 busy cores; builds the site first if
-#               there is none); the next `make book` links them from every page
+#   make pdf    one PDF per edition (_build/pdf/transformer-step-by-step.en.pdf, .zh.pdf): the built site joined
+#               into one document and printed by Chromium (tools/build_pdf.py; 3 min on 2 cores, 13 min when other
+#               work loads them; builds the site first if there is none); the next `make book` links them from every
+#               page; tests/test_pdf.py checks them when they exist (a separate target: too long for every make test)
 #   make test   run every test: the package, the notebooks' claims, the built site in Chromium
 #   make check  the fast inner loop (no book build): the package, the chapters' claims through it,
 #               the exercise checks, the i18n catalogs
