@@ -1,5 +1,9 @@
 # Transformer, Step by Step -- every target does its own set-up on a fresh machine.
 #   make book   build the site into _build/html (executes every notebook)
+#   make pdf    one PDF per edition (_build/pdf/transformer-step-by-step.en.pdf, .zh.pdf): the built site joined
+#               into one document and printed by Chromium (tools/build_pdf.py; 3 min on 2 cores, 13 min when other
+#               work loads them; builds the site first if there is none); the next `make book` links them from every
+#               page; tests/test_pdf.py checks them when they exist (a separate target: too long for every make test)
 #   make test   run every test: the package, the notebooks' claims, the built site in Chromium
 #   make check  the fast inner loop (no book build): the package, the chapters' claims through it,
 #               the exercise checks, the i18n catalogs
@@ -25,7 +29,7 @@ STAMP  := $(VENV)/.installed
 PKG_STAMP := $(VENV)/.package
 PKG_FILES := $(shell find transformer_lite -type f \( -name '*.py' -o -name '*.pt' -o -name '*.json' \) 2>/dev/null)
 
-.PHONY: install book test check test-package bench translator capstone grammar-lab since2017 real-translator real-baselines clean
+.PHONY: install book pdf test check test-package bench translator capstone grammar-lab since2017 real-translator real-baselines clean
 
 install: $(PKG_STAMP) node_modules/.installed
 
@@ -49,6 +53,11 @@ node_modules/.installed: package.json package-lock.json
 
 book: install
 	$(PY) tools/build_book.py
+
+# nice, OMP_WAIT_POLICY=PASSIVE: Chromium lays out ~400 pages per edition and shares the machine.
+pdf: install
+	test -f _build/html/zh/index.html || $(PY) tools/build_book.py
+	OMP_WAIT_POLICY=PASSIVE nice $(PY) tools/build_pdf.py
 
 # Two workers: the browser tests mostly wait, the notebook runs mostly compute. Files that share an expensive
 # fixture (the served site, the JupyterLab server, the Colab-like venv) stay on one worker (xdist_group marks).

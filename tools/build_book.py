@@ -53,6 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "_assets" / "tl"
 NODE = ROOT / "node_modules"
 MAX_PAGE = 2 * 1024 * 1024
+MAX_PDF = 40 * 1024 * 1024   # each edition's PDF (`make pdf`), linked from every page when it exists: not in MAX_SITE
 MAX_SITE = 80 * 1024 * 1024  # two editions (each with its own _static/: MathJax, the theme; the translators once, in the English one)
 CACHE = ROOT / "_build" / ".jupyter_cache"  # Jupyter Book 1's execution cache (also read by the Chinese edition)
 JOBS = 2  # chapters executed at once: each trains on one thread (runtime.num_threads(1)), the machines have 2 cores
@@ -359,7 +360,10 @@ def check_site(html_dir: Path, mode: str | None = None) -> list[str]:
     mode_attr = f'data-default-mode="{mode}"'
     problems, total, largest = [], 0, (0, None)
     for f in html_dir.rglob("*"):
-        if f.is_file():
+        if f.is_file() and f.suffix == ".pdf" and f.parent.name == "pdf":  # `make pdf`'s editions: 40 MB each
+            if f.stat().st_size > MAX_PDF:
+                problems.append(f"{f.relative_to(html_dir)}: {f.stat().st_size / 2**20:.1f} MiB > 40 MiB")
+        elif f.is_file():
             total += f.stat().st_size
     pages = [p for p in sorted(html_dir.rglob("*.html")) if not {"_static", "reports"} & set(p.relative_to(html_dir).parts)]
     for page in pages:

@@ -182,6 +182,38 @@ def chinese_notebook_downloads(app, exception) -> None:
             shutil.copyfile(nb, target / nb.name)
 
 
+# `make pdf` (tools/build_pdf.py) writes each edition's PDF here; a build that finds its edition's links it
+PDF_DIR = ("_build", "pdf")
+PDF_NAME = "transformer-step-by-step.{edition}.pdf"
+
+
+def _pdf(app) -> Path:
+    return Path(app.srcdir).joinpath(*PDF_DIR) / PDF_NAME.format(edition="zh" if _translated_edition(app) else "en")
+
+
+def pdf_button(app, pagename, templatename, context, doctree) -> None:
+    """"PDF" beside the download button of every page, when `make pdf` has made this edition's PDF (it is copied
+    into the site as pdf/..., see copy_pdf); without the file, no button."""
+    if app.builder.format != "html" or "header_buttons" not in context or not _pdf(app).exists():
+        return
+    zh = _translated_edition(app)
+    button = {"type": "link", "url": context["pathto"](f"pdf/{_pdf(app).name}", 1), "text": "PDF",
+              "tooltip": "整本书（PDF）" if zh else "The whole book as a PDF", "icon": "fas fa-book",
+              "label": "tl-book-pdf-button"}
+    buttons = context["header_buttons"]
+    at = next((i + 1 for i, b in enumerate(buttons) if b.get("label") == "download-buttons"), len(buttons))
+    buttons.insert(at, button)
+
+
+def copy_pdf(app, exception) -> None:
+    if exception is not None or app.builder.format != "html" or not _pdf(app).exists():
+        return
+    import shutil
+
+    (Path(app.outdir) / "pdf").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_pdf(app), Path(app.outdir) / "pdf" / _pdf(app).name)
+
+
 def setup(app):
     from myst_nb.sphinx_ import HideCodeCellNode
 
@@ -189,6 +221,8 @@ def setup(app):
     app.connect("doctree-read", translate_toctree_captions)
     app.connect("html-page-context", chinese_launch_links, priority=900)  # after sphinx-book-theme's (501)
     app.connect("build-finished", chinese_notebook_downloads)
+    app.connect("html-page-context", pdf_button, priority=901)  # after sphinx-book-theme's header buttons (501)
+    app.connect("build-finished", copy_pdf)
     app.connect("config-inited", our_templates_first)
     app.connect("config-inited", chinese_search)
     # {English toggle text: its translation} for the folded cells (tools/i18n.py CODE_PROMPTS; empty in English)
