@@ -493,6 +493,11 @@ def main(argv=None) -> int:
         problems += chinese_edition(html_dir)
     if (html_dir / "index.html").exists():  # even after a failure
         problems += check_site(html_dir)
+    return finish(problems, t0)
+
+
+def finish(problems: list[str], t0: float, log=log) -> int:
+    """Log every problem and the outcome with the time since ``t0``; the exit status (1 if any problem)."""
     for p in problems:
         log(f"ERROR {p}")
     log(f"{'FAILED' if problems else 'done'} in {time.time() - t0:.0f} s")

@@ -40,7 +40,7 @@ from urllib.parse import urljoin, urlsplit
 from bs4 import BeautifulSoup
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_book import ROOT, read_yaml, toc_entries  # noqa: E402
+from build_book import ROOT, finish, read_yaml, toc_entries  # noqa: E402
 
 HTML = ROOT / "_build" / "html"
 OUT = ROOT / "_build" / "pdf"
@@ -438,10 +438,7 @@ def main(argv=None) -> int:
             browser.close()
     finally:
         server.shutdown()
-    for p in problems:
-        log(f"ERROR {p}")
-    log(f"{'FAILED' if problems else 'done'} in {time.time() - t0:.0f} s")
-    return 1 if problems else 0
+    return finish(problems, t0, log)
 
 
 if __name__ == "__main__":
