@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Verdict", "ExerciseError", "Wrong", "exercise", "registry", "STRICT_ENV"]
+__all__ = ["Verdict", "ExerciseError", "Wrong", "exercise", "registry", "predict", "reveal", "STRICT_ENV"]
 
 STRICT_ENV = "TRANSFORMER_LITE_STRICT_EXERCISES"
 MODULES = [f"ch{n:02d}" for n in range(16)] + ["ch13b", "appendix_a", "appendix_c"]
@@ -58,13 +58,14 @@ class Verdict:
     status: str
     message: str
     hint: str | None = None
+    kind: str = "Exercise"
 
     def __bool__(self) -> bool:
         return self.status == "right"
 
     def _text(self) -> str:
         mark = {"right": "✓", "wrong": "✗", "todo": "…"}[self.status]
-        text = f"{mark} Exercise {self.exercise}: {self.message}"
+        text = f"{mark} {self.kind} {self.exercise}: {self.message}"
         if self.hint:
             text += f"\n  Hint: {self.hint}"
         return text
@@ -204,3 +205,74 @@ def number(answer, expected: float, name: str, hint: str | None = None, rel: flo
     if abs(value - expected) > max(abs_, rel * abs(expected)):
         raise Wrong(f"{name} = {value:g} is not right.", hint)
     return value
+
+
+# ---- predict, then run ----------------------------------------------------------------------------------
+# A prediction is written down before the cell that answers it runs:
+#
+#     my_prediction = ...                      # the reader's guess: a number, a shape, a choice
+#     check.predict("5.1", my_prediction)      # records it (nothing is checked yet)
+#     ...the experiment's cell...
+#     check.reveal("5.1", measured)            # what the cell measured, against the recorded guess
+#
+# A wrong prediction is not an error (the build runs with the skeleton, and says what it would have compared).
+
+_PREDICTIONS: dict[str, Any] = {}
+
+
+def predict(number: str, prediction) -> Verdict:
+    """Record the reader's prediction for ``number`` ("5.1"); :func:`reveal` compares it with what a cell measured."""
+    if not isinstance(number, str) or not number:
+        raise TypeError(f"number should be a non-empty str such as '5.1', got {number!r}")
+    if _is_skeleton(prediction):
+        _PREDICTIONS.pop(number, None)
+        return Verdict(number, "todo", "no prediction yet: write it in place of the ..., run this cell, and only then "
+                                       "run the cells below.", kind="Prediction")
+    _PREDICTIONS[number] = prediction
+    return Verdict(number, "right", f"recorded: you predict {_show(prediction)}. Now run the cells below.",
+                   kind="Prediction")
+
+
+def reveal(number: str, measured, *, rel: float = 0.1) -> Verdict:
+    """Compare the prediction recorded for ``number`` with ``measured``: numbers within ``rel`` (relative), anything
+    else equal (strings without regard to case and surrounding spaces, sequences element by element)."""
+    if not isinstance(number, str) or not number:
+        raise TypeError(f"number should be a non-empty str such as '5.1', got {number!r}")
+    if not isinstance(rel, (int, float)) or isinstance(rel, bool) or rel < 0:
+        raise ValueError(f"rel should be a number >= 0, got {rel!r}")
+    if number not in _PREDICTIONS:
+        return Verdict(number, "todo", f"the cell measured {_show(measured)}; you had not recorded a prediction "
+                                       f"(check.predict({number!r}, ...) above).", kind="Prediction")
+    guess = _PREDICTIONS[number]
+    if _same(guess, measured, rel):
+        return Verdict(number, "right", f"you predicted {_show(guess)}; the cell measured {_show(measured)}.",
+                       kind="Prediction")
+    return Verdict(number, "wrong", f"you predicted {_show(guess)}; the cell measured {_show(measured)}.",
+                   "the text after this cell explains the difference.", kind="Prediction")
+
+
+def _show(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if hasattr(value, "tolist") and getattr(value, "ndim", 1) == 0:
+        return _show(value.tolist())
+    return repr(tuple(value)) if type(value).__name__ == "Size" else repr(value)
+
+
+def _same(guess, measured, rel: float) -> bool:
+    if hasattr(measured, "tolist") and not isinstance(measured, (list, tuple)):
+        measured = measured.tolist()
+    if hasattr(guess, "tolist") and not isinstance(guess, (list, tuple)):
+        guess = guess.tolist()
+    if isinstance(guess, str) or isinstance(measured, str):
+        return str(guess).strip().lower() == str(measured).strip().lower()
+    if isinstance(guess, (list, tuple)) or isinstance(measured, (list, tuple)):
+        try:
+            return len(guess) == len(measured) and all(_same(g, m, rel) for g, m in zip(guess, measured))
+        except TypeError:
+            return False
+    try:
+        g, m = float(guess), float(measured)
+    except (TypeError, ValueError):
+        return guess == measured
+    return abs(g - m) <= rel * abs(m) if m else abs(g) <= 1e-12
