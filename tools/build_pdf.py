@@ -212,7 +212,8 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
                 el.decompose()
             for el in article.select(".tag_hide-input > details, .tag_remove-input > details"):
                 el.decompose()  # the source the site folds away (a figure's plotting code): its output stays
-            for details in article.select("details.hide"):  # folded solutions: printed open, without the toggle
+            # folded solutions and deep dives: printed open, without the toggle
+            for details in article.select("details.hide, details.tl-deep-dive-fold"):
                 details["open"] = ""
                 if details.summary:
                     details.summary.decompose()
