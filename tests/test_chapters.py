@@ -146,3 +146,21 @@ def test_stats_count_what_a_reader_sees():
     changed = chapters.fold(nb)
     assert changed and nb["cells"][3]["metadata"]["jp-MarkdownHeadingCollapsed"] is True
     assert nb["metadata"]["colab"]["collapsed_sections"] == ["cell-03"] and not chapters.fold(nb)
+
+
+def test_the_intro_names_every_chapter_core_or_optional():
+    """The intro's map: the core path in the book's order, the optional chapters, together every numbered chapter
+    once; a core chapter assumes only core chapters."""
+    text = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    core_par = re.search(r"\*\*The core path\*\*[^\n]*\n?[^\n]*", text)[0]
+    optional_par = re.search(r"\*\*Optional chapters\*\*.*?\n\n", text, re.S)[0]
+    listed = lambda par: re.search(r"chapters ([0-9a-z, ]+? and [0-9a-z]+)", par)[1].replace(" and ", ", ").split(", ")  # noqa: E731
+    core, optional = listed(core_par), listed(optional_par)
+    order = _toc_order()
+    numbered = {re.match(r"(\d+[a-z]?)_", s)[1].lstrip("0") or "0": s for s in order if re.match(r"\d", s)}
+    assert sorted(core + optional, key=lambda n: order.index(numbered[n])) == list(numbered)
+    assert core == sorted(core, key=lambda n: order.index(numbered[n])) and not set(core) & set(optional)
+    core_slugs = {chapters.slug(numbered[n]) for n in core}
+    for n in core:
+        needs = set(chapters.ASSUMES[chapters.slug(numbered[n])])
+        assert needs <= core_slugs, (n, needs - core_slugs)

@@ -115,7 +115,7 @@ def code_lines(text: str) -> int:
 def stats(nb: dict) -> dict:
     core_words = core_code = dive_words = dive_code = 0
     for cell, where in zip(nb["cells"], sections(nb)):
-        if where["skipped"] or where["hidden"]:
+        if where["skipped"] or where["hidden"] or HEADER_TAG in cell.get("metadata", {}).get("tags", []):
             continue
         text = source(cell)
         if cell["cell_type"] == "markdown":
