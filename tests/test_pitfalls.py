@@ -94,7 +94,36 @@ def test_labels_not_shifted():
     (lambda: pf.positional_encoding_reversed_frequencies(0, 8), ValueError, "max_len"),
     (lambda: pf.layer_norm_unbiased_eps_outside([1.0, 2.0]), TypeError, "x"),
     (lambda: pf.causal_mask_including_diagonal(0), ValueError, "T"),
+    (lambda: pf.layer_norm_over_positions(torch.randn(2, 4)), ValueError, "x"),
+    (lambda: pf.pre_ln_normalizing_the_highway(nn.Linear(4, 4), torch.randn(2, 3, 4)), TypeError, "layer"),
 ])
 def test_bad_input(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
+
+
+def test_layer_norm_over_positions_depends_on_padding_not_on_the_batch():
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 4)
+    assert not torch.allclose(pf.layer_norm_over_positions(x), tl.layer_norm(x), atol=1e-3)
+    other = x.clone()
+    other[1] += 3.0                                                    # another second sentence
+    torch.testing.assert_close(pf.layer_norm_over_positions(other)[0], pf.layer_norm_over_positions(x)[0])
+    longer = torch.cat([x, torch.zeros(2, 2, 4)], dim=1)               # two positions of padding
+    assert (pf.layer_norm_over_positions(longer)[:, :3] - pf.layer_norm_over_positions(x)).abs().max() > 0.1
+    # the statistics are per feature over the positions: each (b, d) column has mean 0
+    torch.testing.assert_close(pf.layer_norm_over_positions(x).mean(dim=1), torch.zeros(2, 4), atol=1e-6, rtol=0)
+
+
+def test_pre_ln_normalizing_the_highway_is_neither_pre_ln_nor_post_ln():
+    torch.manual_seed(0)
+    pre = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=True).eval()
+    post = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=False).eval()
+    post.load_state_dict(pre.state_dict())
+    x = 3 * torch.randn(2, 5, 16)
+    with torch.no_grad():
+        wrong = pf.pre_ln_normalizing_the_highway(pre, x)
+        h = pre.norm1(x)
+        h = h + pre.self_attn(h, h, h)[0]
+        torch.testing.assert_close(wrong, pre.norm2(h) + pre.ff(pre.norm2(h)))   # LN(x) + F(LN(x)), twice
+        assert not torch.allclose(wrong, pre(x), atol=1e-3) and not torch.allclose(wrong, post(x), atol=1e-3)

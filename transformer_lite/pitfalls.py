@@ -14,6 +14,8 @@ shows the difference (``tests/test_pitfalls.py`` checks that every one of them d
     causal_mask_keep_convention_misread      transformer_lite.causal_mask
     causal_mask_including_diagonal           transformer_lite.causal_mask
     labels_not_shifted                       transformer_lite.training.teacher_forcing
+    layer_norm_over_positions                transformer_lite.layer_norm (chapter 6's bug hunt)
+    pre_ln_normalizing_the_highway           transformer_lite.EncoderLayer(norm_first=True) (chapter 7's)
 """
 from __future__ import annotations
 
@@ -146,3 +148,35 @@ def labels_not_shifted(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """
     check_tensor("tgt", tgt, ndim=2)
     return tgt, tgt
+
+
+def layer_norm_over_positions(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """WRONG: a LayerNorm that takes its statistics over ``dim=1`` of a (B, T, D) batch instead of ``dim=-1``.
+
+    Code written for a (B, D, T) layout, or a ``dim=1`` that should have been ``dim=-1``: each feature is
+    normalized over the positions of its own sentence. A token's output then depends on the other tokens
+    of its sentence and on how much padding the sentence has (not on the other sentences of the batch).
+    Right: ``transformer_lite.layer_norm`` (statistics over the last axis).
+    """
+    check_tensor("x", x, ndim=3)
+    mean = x.mean(dim=1, keepdim=True)                      # (B, 1, D): over the positions -- the bug
+    var = x.var(dim=1, keepdim=True, correction=0)
+    return (x - mean) / torch.sqrt(var + eps)
+
+
+def pre_ln_normalizing_the_highway(layer, x: torch.Tensor) -> torch.Tensor:
+    """WRONG Pre-LN: ``x = norm1(x); x = x + self_attn(x)`` -- the normalized copy replaces the highway.
+
+    ``layer`` is a ``transformer_lite.EncoderLayer`` (its ``norm1``, ``self_attn``, ``norm2``, ``ff`` are used).
+    The block computes LN(x) + F(LN(x)): the residual highway is normalized at every sub-layer, so it
+    neither keeps its input (as Pre-LN's does) nor ends normalized (as Post-LN's does). Right:
+    ``x + F(LN(x))``, ``EncoderLayer(..., norm_first=True)``.
+    """
+    check_tensor("x", x, ndim=3)
+    for name in ("norm1", "self_attn", "norm2", "ff"):
+        if not hasattr(layer, name):
+            raise TypeError(f"layer must be a transformer_lite.EncoderLayer (with .{name}), got {type(layer).__name__}")
+    x = layer.norm1(x)                                      # the bug: the highway itself is replaced
+    x = x + layer.self_attn(x, x, x)[0]
+    x = layer.norm2(x)
+    return x + layer.ff(x)
