@@ -168,3 +168,11 @@ def test_bug_hunt_suspect_passes_a_test_at_init_and_fails_one_with_random_gamma_
 def test_self_attention_holds_about_half_the_parameters_of_the_ffn():
     layer = tl.EncoderLayer(512, 8, dim_feedforward=2048)
     assert 0.49 < tl.count_parameters(layer.self_attn) / tl.count_parameters(layer.ff) < 0.51
+
+
+def test_without_normalization_the_residual_gradient_grows_with_a_layernorm_it_stays_level():
+    # the bridge to chapter 7: LayerNorm levels the activations' scale (and here the gradient too)
+    residual = [first_layer_grad(L, True, False) for L in (1, 64)]
+    with_ln = [first_layer_grad(L, True, True) for L in (1, 8, 64)]
+    assert residual[1] > 5 * residual[0]
+    assert all(0.5 * with_ln[0] < v < 2 * with_ln[0] for v in with_ln)
