@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 
 from ._checks import check_positive_int, check_tensor
 
@@ -51,7 +50,7 @@ def layer_norm_unbiased_eps_outside(x: torch.Tensor, weight: torch.Tensor | None
     return out
 
 
-class LayerNormAffineFirst(nn.Module):
+class LayerNormAffineFirst(torch.nn.Module):
     """WRONG: scale and shift *before* normalizing, ``normalize(x * weight + bias)``.
 
     The same parameters as ``nn.LayerNorm`` (``weight`` starts at 1, ``bias`` at 0), so a freshly built
@@ -67,8 +66,8 @@ class LayerNormAffineFirst(nn.Module):
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or eps <= 0:
             raise ValueError(f"eps must be a positive number, got {eps!r}")
         self.normalized_shape, self.eps = (normalized_shape,), float(eps)
-        self.weight = nn.Parameter(torch.ones(normalized_shape))
-        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+        self.weight = torch.nn.Parameter(torch.ones(normalized_shape))
+        self.bias = torch.nn.Parameter(torch.zeros(normalized_shape))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor("x", x, last_dim=self.normalized_shape[0])
