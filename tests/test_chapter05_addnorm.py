@@ -128,3 +128,51 @@ def test_encoder_layer_is_layernorm_of_x_plus_sublayer():
     assert_close(layer(x), layer.norm2(h + layer.ff(h)))
     ref = nn.TransformerEncoderLayer(16, 4, dim_feedforward=64, dropout=0.1, batch_first=True).eval()
     assert_close(tl.from_torch(ref).eval()(x), ref(x))
+
+
+def test_attention_and_ffn_both_run_on_all_positions_but_only_attention_mixes_them():
+    torch.manual_seed(0)
+    D, T = 8, 5
+    ffn, attn = tl.FeedForward(D, 32, dropout=0.0), tl.MultiHeadAttention(D, 2)
+    x = torch.randn(2, T, D)
+    x_changed = x.clone()
+    x_changed[:, 2] += 1.0
+    ffn_moved = (ffn(x_changed) - ffn(x)).abs().amax(dim=(0, 2))
+    attn_moved = (attn(x_changed, x_changed, x_changed)[0] - attn(x, x, x)[0]).abs().amax(dim=(0, 2))
+    assert ffn_moved[2] > 0 and (ffn_moved[[0, 1, 3, 4]] == 0).all()
+    assert (attn_moved > 0).all()
+    alone = torch.cat([attn(x[:, t:t + 1], x[:, t:t + 1], x[:, t:t + 1])[0] for t in range(T)], dim=1)
+    assert not torch.allclose(alone, attn(x, x, x)[0])
+    assert_close(torch.cat([ffn(x[:, t:t + 1]) for t in range(T)], dim=1), ffn(x))
+
+
+def test_bug_hunt_suspect_passes_a_test_at_init_and_fails_one_with_random_gamma_beta():
+    from transformer_lite.book.check.ch05 import suspect_layer_norm
+
+    suspect = suspect_layer_norm(16)
+    x = torch.randn(4, 7, 16) * 3 + 1
+    assert_close(suspect(x), nn.LayerNorm(16)(x))  # gamma = 1, beta = 0 hide the bug
+    ref = nn.LayerNorm(16)
+    with torch.no_grad():
+        suspect.weight.normal_()
+        suspect.bias.normal_()
+        ref.weight.copy_(suspect.weight)
+        ref.bias.copy_(suspect.bias)
+    assert not torch.allclose(suspect(x), ref(x), atol=1e-3)
+    with torch.no_grad():  # the diagnosis the chapter's solution uses: a uniform gamma is divided out
+        suspect.weight.fill_(2.0)
+        suspect.bias.zero_()
+    assert_close(suspect(x), nn.LayerNorm(16)(x))
+
+
+def test_self_attention_holds_about_half_the_parameters_of_the_ffn():
+    layer = tl.EncoderLayer(512, 8, dim_feedforward=2048)
+    assert 0.49 < tl.count_parameters(layer.self_attn) / tl.count_parameters(layer.ff) < 0.51
+
+
+def test_without_normalization_the_residual_gradient_grows_with_a_layernorm_it_stays_level():
+    # the bridge to chapter 7: LayerNorm levels the activations' scale (and here the gradient too)
+    residual = [first_layer_grad(L, True, False) for L in (1, 64)]
+    with_ln = [first_layer_grad(L, True, True) for L in (1, 8, 64)]
+    assert residual[1] > 5 * residual[0]
+    assert all(0.5 * with_ln[0] < v < 2 * with_ln[0] for v in with_ln)

@@ -26,6 +26,27 @@ def test_layer_norm_unbiased_eps_outside_differs_from_nn_layernorm():
     assert (pf.layer_norm_unbiased_eps_outside(flat, eps=1e-5) - right).abs().max() > 0.1
 
 
+def test_layer_norm_affine_first_passes_at_init_and_fails_once_gamma_beta_move():
+    torch.manual_seed(0)
+    x = torch.randn(3, 4, 8) * 2 + 1
+    wrong, ln = pf.LayerNormAffineFirst(8), nn.LayerNorm(8)
+    torch.testing.assert_close(wrong(x), ln(x))  # gamma = 1, beta = 0: the same numbers, so a naive test passes
+    with torch.no_grad():
+        for p in (wrong.weight, wrong.bias):
+            p.normal_()
+        ln.weight.copy_(wrong.weight)
+        ln.bias.copy_(wrong.bias)
+    assert not torch.allclose(wrong(x), ln(x), atol=1e-2)
+    with torch.no_grad():  # a uniform gamma has no effect: the normalization divides it out
+        wrong.weight.fill_(3.0)
+        wrong.bias.zero_()
+    torch.testing.assert_close(wrong(x), nn.LayerNorm(8)(x))
+    with pytest.raises(ValueError, match="x"):
+        wrong(torch.randn(2, 5))
+    with pytest.raises(ValueError, match="eps"):
+        pf.LayerNormAffineFirst(8, eps=0)
+
+
 def test_merge_heads_without_transpose_mixes_positions():
     B, H, T, D_h = 2, 4, 5, 3
     x = tl.split_heads(torch.randn(B, T, H * D_h), H)

@@ -7,6 +7,7 @@ shows the difference (``tests/test_pitfalls.py`` checks that every one of them d
 
     wrong                                    right
     layer_norm_unbiased_eps_outside          transformer_lite.layer_norm
+    LayerNormAffineFirst                     transformer_lite.LayerNorm
     merge_heads_without_transpose            transformer_lite.merge_heads
     split_heads_without_transpose            transformer_lite.split_heads
     positional_encoding_reversed_frequencies transformer_lite.sinusoidal_positional_encoding
@@ -54,6 +55,36 @@ def layer_norm_unbiased_eps_outside(x: torch.Tensor, weight: torch.Tensor | None
     if bias is not None:
         out = out + bias
     return out
+
+
+class LayerNormAffineFirst(torch.nn.Module):
+    """WRONG: scale and shift *before* normalizing, ``normalize(x * weight + bias)``.
+
+    The same parameters as ``nn.LayerNorm`` (``weight`` starts at 1, ``bias`` at 0), so a freshly built
+    module gives exactly ``nn.LayerNorm``'s numbers and a test on it passes. Once ``weight`` and ``bias``
+    move (training, or a test that sets them) it is another function: a uniform ``weight`` has no effect
+    at all, since the normalization divides it out, and every output has mean 0 and variance 1 whatever
+    ``bias`` is. Chapter 5's bug hunt. Shape: x (..., D) -> (..., D).
+    """
+
+    def __init__(self, normalized_shape: int, eps: float = 1e-5):
+        super().__init__()
+        check_positive_int("normalized_shape", normalized_shape)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or eps <= 0:
+            raise ValueError(f"eps must be a positive number, got {eps!r}")
+        self.normalized_shape, self.eps = (normalized_shape,), float(eps)
+        self.weight = torch.nn.Parameter(torch.ones(normalized_shape))
+        self.bias = torch.nn.Parameter(torch.zeros(normalized_shape))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor("x", x, last_dim=self.normalized_shape[0])
+        y = x * self.weight + self.bias  # the bug: gamma and beta come first ...
+        mean = y.mean(dim=-1, keepdim=True)
+        var = y.var(dim=-1, keepdim=True, correction=0)
+        return (y - mean) / torch.sqrt(var + self.eps)  # ... and the normalization undoes much of them
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}"
 
 
 def merge_heads_without_transpose(x: torch.Tensor) -> torch.Tensor:

@@ -1,12 +1,14 @@
 """Checks of chapter 4's exercises (transformer_lite.book.check): multi-head attention."""
 from __future__ import annotations
 
+import copy
+
 import torch
 
 import transformer_lite as tl
 from transformer_lite import pitfalls
 
-from . import Wrong, call, close, exercise, number
+from . import Wrong, call, close, exercise
 
 
 def _shape(answer, name: str) -> tuple:
@@ -168,18 +170,46 @@ def exercise_4_4(my_multi_head_attention):
     return "your head-by-head layer equals tl.MultiHeadAttention (D = 12, H = 3 and D = 8, H = 2)."
 
 
-# ---- 4.5: parameters -------------------------------------------------------------------------------------
+# ---- 4.5: heads have no numbers -------------------------------------------------------------------------
+
+def _permuted(mha, order, rows=True, out=True):
+    """A copy of mha with its heads reordered; rows=False moves columns of W^Q, W^K, W^V (wrong), out=False
+    leaves W^O alone (wrong)."""
+    d = mha.head_dim
+    idx = torch.cat([torch.arange(i * d, (i + 1) * d) for i in order])
+    new = copy.deepcopy(mha)
+    with torch.no_grad():
+        for p_new, p_old in [(new.q_proj, mha.q_proj), (new.k_proj, mha.k_proj), (new.v_proj, mha.v_proj)]:
+            p_new.weight.copy_(p_old.weight[idx] if rows else p_old.weight[:, idx])
+            p_new.bias.copy_(p_old.bias[idx] if rows else p_old.bias)
+        if out:
+            new.out_proj.weight.copy_(mha.out_proj.weight[:, idx])
+    return new
+
 
 @exercise("4.5", wrong=[
-    lambda: (4 * 1024 ** 2, 4 * 1024 ** 2),                          # the biases forgotten
-    lambda: (16 * 4 * (1024 ** 2 + 1024), 8 * 4 * (1024 ** 2 + 1024)),  # "each head has its own D x D matrices"
-    lambda: (4 * (1024 ** 2 + 1024), 2 * 4 * (1024 ** 2 + 1024)),
+    lambda: (lambda mha, order: copy.deepcopy(mha),),                             # nothing moved
+    lambda: (lambda mha, order: _permuted(mha, order, out=False),),               # W^O's columns left behind
+    lambda: (lambda mha, order: _permuted(mha, order, rows=False),),              # columns of W^Q, W^K, W^V
+    lambda: (lambda mha, order: _permuted(mha, [order.index(i) for i in range(len(order))]),),  # inverse order
 ])
-def exercise_4_5(n_big, n_big_8_heads):
-    hint = ("four D x D projections (W^Q, W^K, W^V, W^O), each with a bias of length D; the heads are column "
-            "blocks of the same matrices, so H does not change the count.")
-    with torch.device("meta"):  # counted without allocating (or drawing) a single weight
-        counts = [tl.count_parameters(tl.MultiHeadAttention(1024, nhead)) for nhead in (16, 8)]
-    number(n_big, counts[0], "n_big", hint=hint, rel=0)
-    number(n_big_8_heads, counts[1], "n_big_8_heads", hint=hint, rel=0)
-    return "4 (D^2 + D) = 4,198,400 parameters with 16 heads and with 8: the count does not depend on H."
+def exercise_4_5(permute_heads):
+    with torch.random.fork_rng():  # the reader's random numbers stay as they were
+        torch.manual_seed(4)
+        mha = tl.MultiHeadAttention(16, 4).eval()
+    x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(0))
+    order = [2, 0, 3, 1]
+    with torch.no_grad():
+        out, weights = mha(x, x, x)
+        new = call(permute_heads, copy.deepcopy(mha), list(order), name="permute_heads")
+        if not isinstance(new, tl.MultiHeadAttention):
+            raise Wrong(f"permute_heads should return a tl.MultiHeadAttention, got {type(new).__name__}.")
+        out_new, weights_new = new.eval()(x, x, x)
+    close(weights_new, weights[:, order], "the per-head weights of permute_heads(mha, [2, 0, 3, 1])",
+          hint="new head i is old head order[i]: its queries and keys come from rows order[i]*D_h to "
+               "(order[i]+1)*D_h - 1 of the old q_proj and k_proj weights and biases (nn.Linear stores (out, in)).")
+    close(out_new, out, "the output of permute_heads(mha, [2, 0, 3, 1])",
+          hint="W^O multiplies the concatenated heads, so its columns must move with the heads: "
+               "out_proj.weight[:, idx] with the same index as the rows of q_proj, k_proj and v_proj.")
+    return ("your layer has the heads in the new order and computes exactly the same output: "
+            "a head's number names a place in the tensors, not a role.")

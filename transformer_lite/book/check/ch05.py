@@ -1,12 +1,13 @@
 """Checks of chapter 5's exercises (transformer_lite.book.check): LayerNorm, RMSNorm and the FFN."""
 from __future__ import annotations
 
-import functools
+import copy
 
 import torch
 import torch.nn.functional as F
 
 import transformer_lite as tl
+from transformer_lite import pitfalls
 
 from . import Wrong, call, close, exercise, number, tensor
 
@@ -98,27 +99,88 @@ def exercise_5_3(my_rms_norm):
     return "your RMSNorm equals x / sqrt(mean(x^2) + eps) on a (4, 16) batch."
 
 
-# ---- 5.4: the big model's FFN -----------------------------------------------------------------------------
+# ---- 5.4: bug hunt, a LayerNorm that passes the first test -----------------------------------------------
 
-@functools.lru_cache(maxsize=1)
-def _big_layer_counts() -> tuple[int, int]:
-    with torch.device("meta"):  # counted without allocating (or drawing) a single weight
-        layer = tl.EncoderLayer(1024, 16, dim_feedforward=4096)
-    return tl.count_parameters(layer.ff), tl.count_parameters(layer)
+def suspect_layer_norm(d_model: int) -> torch.nn.Module:
+    """The bug hunt's LayerNorm(d_model): nn.LayerNorm's parameters (weight, bias, eps) and one silent bug."""
+    return pitfalls.LayerNormAffineFirst(d_model)
+
+
+class _UnbiasedLayerNorm(torch.nn.Module):
+    """The chapter's other pitfall as a module (unbiased variance, eps outside the root): a test must flag it."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.normalized_shape, self.eps = (d_model,), 1e-5
+        self.weight = torch.nn.Parameter(torch.ones(d_model))
+        self.bias = torch.nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        return pitfalls.layer_norm_unbiased_eps_outside(x, self.weight, self.bias, eps=self.eps)
+
+
+def _test_at_init(module) -> bool:
+    """WRONG test: compares with nn.LayerNorm as built, gamma = 1 and beta = 0, which hide the bug."""
+    D = module.weight.shape[0]
+    x = torch.randn(4, 7, D, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        return torch.allclose(module(x), F.layer_norm(x, (D,), module.weight, module.bias, module.eps), atol=1e-5)
+
+
+def _test_random_affine(module) -> bool:
+    D = module.weight.shape[0]
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        module.weight.copy_(torch.randn(D, generator=g))
+        module.bias.copy_(torch.randn(D, generator=g))
+        x = torch.randn(4, 7, D, generator=g) * 3 + 1
+        return torch.allclose(module(x), F.layer_norm(x, (D,), module.weight, module.bias, module.eps), atol=1e-5)
+
+
+_DIAGNOSES = {"a": "the unbiased variance", "b": "eps outside the square root", "c": "the wrong axis",
+              "d": "gamma and beta applied before normalizing", "e": "no bug"}
 
 
 @exercise("5.4", wrong=[
-    lambda: (2 * 1024 * 4096, 2 * 1024 * 4096 / (2 * 1024 * 4096 + 4 * 1024 ** 2)),   # no biases
-    lambda: (8_393_728, 0.5),                                                         # the decoder layer's share
-    lambda: (8_393_728, 8_393_728 / (4 * (1024 ** 2 + 1024))),                         # FFN / attention, not a share
+    lambda: (_test_at_init, "d"),                 # the test that passes the suspect: gamma = 1, beta = 0 hide it
+    lambda: (_test_random_affine, "a"),           # a good test, the wrong diagnosis
+    lambda: (_test_random_affine, "e"),
+    lambda: (lambda module: False, "d"),          # a "test" that rejects everything, nn.LayerNorm's equal too
 ])
-def exercise_5_4(n_ffn, share):
-    n, total = _big_layer_counts()
-    number(n_ffn, n, "n_ffn", hint="W_1 is D x d_ff with a bias of d_ff, W_2 is d_ff x D with a bias of D.", rel=0)
-    number(share, n / total, "share", rel=2e-3,
-           hint="divide by the whole encoder layer: self-attention 4 (D^2 + D), the FFN, and two LayerNorms of "
-                "2 D each (gamma and beta).")
-    return f"the big model's FFN has {n:,} parameters, {n / total:.1%} of an encoder layer."
+def exercise_5_4(matches_nn_layer_norm, diagnosis):
+    D = 16
+    cases = [("tl.LayerNorm(16)", tl.LayerNorm(D), True),
+             ("a tl.LayerNorm(16) with trained-looking gamma and beta", tl.LayerNorm(D), True),
+             ("the suspect, freshly built", suspect_layer_norm(D), False),
+             ("a LayerNorm with the unbiased variance and eps outside the root", _UnbiasedLayerNorm(D), False)]
+    with torch.no_grad():
+        cases[1][1].weight.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(3))
+        cases[1][1].bias.uniform_(-0.5, 0.5, generator=torch.Generator().manual_seed(4))
+    for name, module, expected in cases:
+        with torch.random.fork_rng():  # the reader's random numbers stay as they were
+            verdict = call(matches_nn_layer_norm, copy.deepcopy(module), name="matches_nn_layer_norm")
+        if not isinstance(verdict, (bool, torch.Tensor)) or (isinstance(verdict, torch.Tensor) and verdict.numel() != 1):
+            raise Wrong(f"matches_nn_layer_norm should return True or False, got {verdict!r}.")
+        if bool(verdict) != expected:
+            hint = ("gamma = 1 and beta = 0, as every LayerNorm is built, hide some bugs: give the module random "
+                    "gamma and beta first (torch.no_grad(), .normal_()), copy them into nn.LayerNorm (or pass them "
+                    "to F.layer_norm), and compare on a random batch, as this chapter did."
+                    if expected is False and "suspect" in name else
+                    "compare the module's output with nn.LayerNorm's (same weight, bias and eps) on a random "
+                    "batch, with torch.allclose and a small tolerance.")
+            raise Wrong(f"matches_nn_layer_norm says {bool(verdict)} for {name}; it should say {expected}.", hint)
+    if not isinstance(diagnosis, str) or diagnosis.strip().lower() not in _DIAGNOSES:
+        raise Wrong(f"diagnosis should be one of the letters {', '.join(_DIAGNOSES)}, got {diagnosis!r}.")
+    if diagnosis.strip().lower() == "e":
+        raise Wrong("there is a bug: your own test has just found one. Which is it?",
+                    hint="set gamma to 2 everywhere and beta to 0: nn.LayerNorm doubles its output; what does the "
+                         "suspect do?")
+    if diagnosis.strip().lower() != "d":
+        raise Wrong(f"your test is right, but the bug is not {_DIAGNOSES[diagnosis.strip().lower()]}.",
+                    hint="(a), (b) and (c) would show up with gamma = 1 and beta = 0 already. Set gamma to 2 "
+                         "everywhere and beta to 0: nn.LayerNorm doubles its output; what does the suspect do?")
+    return ("your test catches the suspect, which equals nn.LayerNorm until gamma and beta move: it applies them "
+            "before normalizing (pitfalls.LayerNormAffineFirst), so the normalization undoes them.")
 
 
 # ---- 5.5: the position-wise FFN from scratch ------------------------------------------------------------
