@@ -263,7 +263,7 @@ def chinese_headers(catalogs: Path) -> int:
         po_path = catalogs / "notebooks" / f"{path.stem}.po"
         if cell is None or not po_path.exists():
             continue
-        po = polib.pofile(str(po_path))
+        po = polib.pofile(str(po_path), wrapwidth=0)  # as tools/i18n.py update writes them (sphinx-intl -w 0)
         entry = po.find(source(cell))
         chinese = header_line(path.stem, nb, times[path.stem], zh=True)
         if entry is not None and (entry.msgstr != chinese or "fuzzy" in entry.flags):
