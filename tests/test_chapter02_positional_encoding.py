@@ -174,3 +174,37 @@ def test_dropout_acts_on_the_sum_in_training_only():
     model = tl.Transformer(src_vocab_size=5, tgt_vocab_size=5, d_model=16, nhead=2, num_encoder_layers=1,
                            num_decoder_layers=1, dim_feedforward=16)
     assert model.src_pos.dropout.p == model.tgt_pos.dropout.p == 0.1
+
+
+# ---- issue 24: attending k back with M_k; a causal decoder knows positions; train short, test long -------------
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_projections_built_from_M_k_attend_exactly_k_back(rotation, k):
+    L, D = 64, 64
+    pe = tl.sinusoidal_positional_encoding(L, D)
+    _, w = tl.scaled_dot_product_attention(pe @ (16.0 * torch.eye(D)), pe @ rotation(k, D).T.float(), pe)
+    rows = torch.arange(k, L)
+    assert torch.equal(w[rows].argmax(-1), rows - k)
+    assert w[rows, rows - k].min() > 0.5
+    _, w_plain = tl.scaled_dot_product_attention(pe * 16.0, pe, pe)   # without M_k: each position looks at itself
+    assert torch.equal(w_plain.argmax(-1), torch.arange(L))
+
+
+def test_causal_uniform_attention_gives_position_dependent_outputs():
+    T, D = 8, 16
+    bos, word = torch.randn(2, D, generator=torch.Generator().manual_seed(1))
+    seq = torch.stack([bos] + [word] * (T - 1))
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+    out, _ = tl.scaled_dot_product_attention(torch.zeros(T, 4), torch.zeros(T, 4), seq, attn_mask=mask)
+    t = torch.arange(T, dtype=torch.float32)[:, None]
+    torch.testing.assert_close(out, (bos + t * word) / (t + 1))
+    full, _ = tl.scaled_dot_product_attention(torch.zeros(T, 4), torch.zeros(T, 4), seq)
+    torch.testing.assert_close(full, full[:1].expand(T, D))
+
+
+def test_the_extrapolation_experiment_fails_beyond_the_training_length():
+    ns = {"torch": torch, "tl": tl}
+    src = code_cell(NOTEBOOK, "from transformer_lite.book.runtime import book_seed")   # the model
+    src += "\n" + code_cell(NOTEBOOK, "def accuracy_by_position").replace("check.reveal", "(lambda *a: None)")
+    exec(compile(src, str(NOTEBOOK), "exec"), ns)   # runs the chapter's cell, with its asserts
+    assert ns["short_acc"] > 0.95 and ns["unseen"] < 0.6

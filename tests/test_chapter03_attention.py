@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import transformer_lite as tl
+from transformer_lite import pitfalls
 from notebook_code import code_cell, exec_cell
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_self_attention.ipynb"
@@ -73,10 +74,19 @@ def test_hand_made_it_attends_to_animal():
     X = torch.tensor([feats.get(w, [0, 0, 0]) for w in sentence], dtype=torch.float32)
     W_K = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
     W_Q = torch.tensor([[0.0, 0.0], [0.0, 0.0], [3.0, 3.0]])
-    out, w = tl.scaled_dot_product_attention(X @ W_Q, X @ W_K, X)
+    W_V = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
+    out, w = tl.scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V)
     it = sentence.index("it")
     assert sentence[int(w[it].argmax())] == "animal"
-    assert out[it, 1] > 0.5  # "it" now carries the "animate" feature
+    torch.testing.assert_close(out[it], w[it] @ (X @ W_V))  # a mixture of value vectors, 4 numbers, not 3 features
+    W_blind = W_V.clone()
+    W_blind[1] = 0.0  # ignores "animate"
+    out_blind, w_blind = tl.scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_blind)
+    torch.testing.assert_close(w_blind, w)  # the weights do not depend on W^V ...
+    X_lifeless = X.clone()
+    X_lifeless[sentence.index("animal"), 1] = 0.0
+    torch.testing.assert_close(out_blind[it], w[it] @ (X_lifeless @ W_blind))  # ... what arrives does
+    assert not torch.allclose(out[it], w[it] @ (X_lifeless @ W_V))
 
 
 @pytest.mark.parametrize("d_k", [4, 64, 256])
@@ -183,3 +193,25 @@ def test_the_checks_use_the_chapters_constants():
     q, k = ch03._sentence_qk()
     torch.testing.assert_close(ns2["X_s"] @ ns2["W_Q_s"], q.float())
     torch.testing.assert_close(ns2["X_s"] @ ns2["W_K_s"], k.float())
+
+
+def test_a_fresh_transformer_layer_after_layernorm_gives_unit_variance_scores():
+    torch.manual_seed(2)
+    model = tl.Transformer(src_vocab_size=50, tgt_vocab_size=50, d_model=256, nhead=4, num_encoder_layers=1,
+                           num_decoder_layers=1, dim_feedforward=32)
+    attn = model.encoder.layers[0].self_attn
+    x = torch.nn.functional.layer_norm(torch.randn(1, 200, 256), (256,))
+    with torch.no_grad():
+        q, k = tl.split_heads(attn.q_proj(x), 4), tl.split_heads(attn.k_proj(x), 4)
+        scaled = q @ k.transpose(-2, -1) / math.sqrt(64)
+        default = torch.nn.Linear(256, 64)(x)
+    assert 0.7 < q.var() < 1.4 and 0.5 < scaled.var() < 2
+    assert 0.25 < default.var() < 0.42  # PyTorch's default init: a third
+
+
+def test_the_bug_hunt_suspect_is_caught_by_the_chapters_checks():
+    from transformer_lite.book.check import ch03
+
+    assert ch03._reference_test(tl.scaled_dot_product_attention)
+    assert not ch03._reference_test(ch03.suspect_attention)
+    assert not ch03._rows_only_test(ch03.suspect_attention) and ch03._rows_only_test(pitfalls.attention_without_scaling)

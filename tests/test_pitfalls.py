@@ -200,3 +200,30 @@ def test_micro_batch_mean_of_means_differs_from_the_token_mean_only_for_unequal_
                                F.cross_entropy(logits.reshape(-1, V), equal.reshape(-1), ignore_index=PAD_))
     with pytest.raises(ValueError, match="labels"):
         pf.micro_batch_loss_mean_of_means(logits, labels[:, :3], PAD_, 2)
+
+
+def test_positional_encoding_cos_column_index():
+    L, D = 60, 16
+    right, wrong = tl.sinusoidal_positional_encoding(L, D), pf.positional_encoding_cos_column_index(L, D)
+    torch.testing.assert_close(wrong[:, 0::2], right[:, 0::2])  # the sines are right ...
+    assert not torch.allclose(wrong[:, 1::2], right[:, 1::2], atol=1e-3)  # ... the cosines are not
+    torch.testing.assert_close(wrong[0], right[0])  # the same first row: 0, 1, 0, 1, ...
+    norms = wrong.norm(dim=1)
+    assert norms.max() - norms.min() > 0.1  # no longer sqrt(D/2) at every position
+    dots = wrong.double() @ wrong.double().T
+    assert (dots.diagonal(1) - dots.diagonal(1)[0]).abs().max() > 0.1  # PE(p)·PE(p+1) depends on p
+    with pytest.raises(ValueError, match="d_model"):
+        pf.positional_encoding_cos_column_index(10, 7)
+
+
+def test_attention_softmax_over_queries():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 5, 8, generator=g) for _ in range(3))
+    out, w = pf.attention_softmax_over_queries(q, k, v)
+    right, w_right = tl.scaled_dot_product_attention(q, k, v)
+    assert out.shape == right.shape and w.shape == w_right.shape  # silent: the shapes are right
+    torch.testing.assert_close(w.sum(dim=-2), torch.ones(2, 5))  # the columns sum to 1 ...
+    assert (w.sum(dim=-1) - 1).abs().max() > 0.1  # ... the rows do not
+    assert not torch.allclose(out, right, atol=1e-3)
+    with pytest.raises(TypeError, match="query"):
+        pf.attention_softmax_over_queries([1.0], k, v)

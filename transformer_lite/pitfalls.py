@@ -284,3 +284,44 @@ def micro_batch_loss_mean_of_means(logits: torch.Tensor, labels: torch.Tensor, p
         raise ValueError(f"labels must have shape {tuple(logits.shape[:2])}, got {tuple(labels.shape)}")
     mean = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=pad_id)
     return mean / num_micro_batches
+
+
+def positional_encoding_cos_column_index(max_len: int, d_model: int) -> torch.Tensor:
+    """WRONG: the exponent uses the column index j, so a cosine (column 2i + 1) gets another frequency than its sine.
+
+    The paper's pair i shares one angle, pos / 10000^(2i / d_model), between sin (column 2i) and cos (column
+    2i + 1). Writing 10000^(j / d_model) with the column index j gives the cosine the angle pos / 10000^((2i + 1) /
+    d_model). Every value is still in [-1, 1] and the first row still reads 0, 1, 0, 1, ... -- but a pair is no
+    longer a point on a circle: |PE(pos)| varies with pos, PE(p) · PE(q) is no longer a function of p - q, and no
+    rotation M_k maps PE(pos) to PE(pos + k). The bug hunt of chapter 2 (exercise 2.1).
+
+    Shape: (max_len, d_model).
+    """
+    check_positive_int("max_len", max_len)
+    check_positive_int("d_model", d_model)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even for sin/cos pairs, got {d_model}")
+    pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (L, 1)
+    j = torch.arange(d_model, dtype=torch.float32)  # (D,) the column index, not the pair's 2i
+    angles = pos * torch.exp(-math.log(10000.0) * j / d_model)  # (L, D)
+    pe = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles[:, 1::2])
+    return pe
+
+
+def attention_softmax_over_queries(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor):
+    """WRONG: softmax(Q K^T / sqrt(d_k)) taken over the queries (dim=-2) instead of over the keys (dim=-1).
+
+    The shapes are right and, for T = S, nothing fails: but the *columns* of the weights sum to 1, not the rows,
+    so a word's output is no longer a weighted average of the values. Found by comparing with
+    torch.nn.functional.scaled_dot_product_attention, or by checking that each row of the weights sums to 1
+    (chapter 3, exercise 3.1).
+
+    Shape: query (..., T, d_k), key (..., S, d_k), value (..., S, d_v) -> (output, weights (..., T, S)).
+    """
+    check_tensor("query", query)
+    check_tensor("key", key)
+    check_tensor("value", value)
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    weights = torch.softmax(scores, dim=-2)  # over the queries: the bug
+    return weights @ value, weights

@@ -7,46 +7,110 @@ import transformer_lite as tl
 
 from . import Wrong, call, close, exercise, tensor
 
-# ---- 2.1: the first dimension whose wavelength exceeds 1,000 positions (d_model = 512) -------------
+# ---- 2.1: bug hunt -- which of three tables is not a sinusoidal encoding? ------------------------------
+# Three tables that all look right (values in [-1, 1], first row 0, 1, 0, 1, ...): the paper's, the concatenated
+# layout (a valid variant: the same columns permuted), and one with a silent bug (the cosine of pair i uses the
+# column index 2i + 1 in its exponent). The reader writes a test from what chapter 2 checked about every correct
+# table (|PE(pos)| = sqrt(D/2), PE(p)·PE(q) a function of p - q alone) and names the buggy table.
 
-_D21, _LIMIT21 = 512, 1000.0
+SUSPECTS_21 = {"A": "concatenated", "B": "bug", "C": "paper"}
+_BUGGY_21 = "B"
 
 
-def _first_slow_dimension() -> int:
-    return int((tl.wavelengths(_D21) > _LIMIT21).nonzero()[0])
+def suspect_tables(max_len: int = 200, d_model: int = 64) -> dict[str, torch.Tensor]:
+    """The three tables of exercise 2.1, by letter: each (max_len, d_model), float32."""
+    from transformer_lite import pitfalls
+
+    make = {"paper": lambda: tl.sinusoidal_positional_encoding(max_len, d_model),
+            "concatenated": lambda: tl.sinusoidal_positional_encoding(max_len, d_model, interleaved=False),
+            "bug": lambda: pitfalls.positional_encoding_cos_column_index(max_len, d_model)}
+    return {letter: make[kind]() for letter, kind in SUSPECTS_21.items()}
 
 
-@exercise("2.1", wrong=[lambda: (_first_slow_dimension() // 2,),   # the pair index i, not the dimension 2i
-                        lambda: (_first_slow_dimension() - 1,),    # the cosine of the previous pair
-                        lambda: (0,),                               # frequencies read backwards
-                        lambda: (_D21 - 1 - _first_slow_dimension(),)])
-def exercise_2_1(my_j):
-    try:
-        j = int(my_j)
-    except (TypeError, ValueError):
-        raise Wrong(f"my_j should be a dimension index (an int from 0 to {_D21 - 1}), "
-                    f"got {type(my_j).__name__}.") from None
-    if j != my_j:
-        raise Wrong(f"my_j should be a whole number (a dimension index), got {my_j!r}.",
-                    hint="round up: you want the smallest pair index i with 2π·10000^(2i/512) > 1000.")
-    expected = _first_slow_dimension()
-    if j == expected:
-        return f"dimension {j} (the sine of pair {j // 2}) is the first whose wavelength exceeds 1,000 positions."
-    lam = tl.wavelengths(_D21)
-    if not 0 <= j < _D21:
-        raise Wrong(f"my_j = {j} is not a dimension of a d_model = {_D21} table (0 to {_D21 - 1}).")
-    if j == expected // 2:
-        hint = "that is the pair index i. Pair i fills the columns 2i (sine) and 2i + 1 (cosine): the answer is 2i."
-    elif j == 0 or lam[j] < lam[_D21 - 1 - j]:
-        hint = ("the wavelength 2π·10000^(2i/d_model) grows with the index: dimension 0 is the fastest "
-                "(2π positions), the last ones the slowest. Solve 2π·10000^(2i/512) > 1000 for i.")
-    elif lam[j] <= _LIMIT21:
-        hint = (f"dimension {j} has wavelength {lam[j]:,.1f}, not above 1,000 (a cosine column 2i + 1 shares "
-                "the wavelength of its sine 2i). Take the next pair.")
-    else:
-        hint = "a smaller index also exceeds 1,000 positions: solve 2π·10000^(2i/512) > 1000 for the smallest pair i."
-    raise Wrong(f"my_j = {j} is not the smallest dimension whose wavelength exceeds 1,000 positions "
-                f"(its wavelength is {lam[j]:,.1f}).", hint)
+def _shifted_cos(max_len, d_model):
+    # sin(pos·ω_i) next to cos((pos + 1)·ω_i): every pair still on the unit circle, but not one angle
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+    omega = 1.0 / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * omega), torch.cos((pos + 1) * omega)
+    return pe.float()
+
+
+def _all_sines(max_len, d_model):
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+    omega = 1.0 / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return torch.sin(pos * omega).repeat_interleave(2, dim=1).float()
+
+
+def _valid_21():
+    from transformer_lite import pitfalls
+
+    return [("the paper's table (200, 64)", tl.sinusoidal_positional_encoding(200, 64)),
+            ("the paper's table (100, 16)", tl.sinusoidal_positional_encoding(100, 16)),
+            ("the concatenated layout (200, 64)", tl.sinusoidal_positional_encoding(200, 64, interleaved=False)),
+            ("the table with its pairs in reverse order (200, 64)",
+             pitfalls.positional_encoding_reversed_frequencies(200, 64))]
+
+
+def _invalid_21():
+    from transformer_lite import pitfalls
+
+    return [("the suspect with the bug (200, 64)", pitfalls.positional_encoding_cos_column_index(200, 64)),
+            ("a table whose cosines run one position ahead (200, 64)", _shifted_cos(200, 64)),
+            ("a table of sines only (100, 16)", _all_sines(100, 16))]
+
+
+def _as_bool(verdict):
+    """True/False from a Python, NumPy or one-element torch bool; anything else unchanged (and then rejected)."""
+    if isinstance(verdict, torch.Tensor) and verdict.numel() == 1 and verdict.dtype == torch.bool:
+        return bool(verdict)
+    if type(verdict).__name__ == "bool_":
+        return bool(verdict)
+    return verdict
+
+
+def _distance_test(table):
+    pe = torch.as_tensor(table).double()
+    norms_ok = torch.allclose(pe.norm(dim=1), torch.full((pe.shape[0],), (pe.shape[1] / 2) ** 0.5,
+                                                          dtype=torch.float64), atol=1e-3)
+    dots = pe @ pe.T
+    p = torch.arange(pe.shape[0])
+    dist = (p[:, None] - p[None, :]).abs()
+    spread = max((dots[dist == d].max() - dots[dist == d].min()).item() for d in range(pe.shape[0] - 1))
+    return bool(norms_ok and spread < 1e-2)
+
+
+@exercise("2.1", wrong=[lambda: (lambda table: True, _BUGGY_21),                 # a test that passes everything
+                        lambda: (_distance_test, "A"),                           # the valid variant, blamed
+                        lambda: (_distance_test, "C"),
+                        lambda: (lambda table: bool(torch.as_tensor(table).abs().max() <= 1), _BUGGY_21)])
+def exercise_2_1(my_test, my_buggy):
+    for name, table in _valid_21():
+        verdict = _as_bool(call(my_test, table.clone(), name="my_test"))
+        if verdict is not True and verdict is not False:
+            raise Wrong(f"my_test should return True or False, got {verdict!r}.")
+        if not verdict:
+            raise Wrong(f"my_test rejects {name}, which is a valid sinusoidal encoding.",
+                        hint="a layout with permuted columns is valid: test properties that do not depend on the "
+                             "order of the columns (lengths of the rows, dot products of pairs of rows), and leave "
+                             "a little tolerance for float32 rounding (about 1e-4 on a dot product).")
+    for name, table in _invalid_21():
+        if _as_bool(call(my_test, table.clone(), name="my_test")) is not False:
+            raise Wrong(f"my_test accepts {name}, which is not a sinusoidal encoding.",
+                        hint="every correct table has rows of length sqrt(D/2), and PE(p)·PE(q) depends only on "
+                             "|p − q|: test that, for every distance.")
+    letter = str(my_buggy).strip().upper()
+    if letter not in SUSPECTS_21:
+        raise Wrong(f"my_buggy should be one of 'A', 'B', 'C', got {my_buggy!r}.")
+    if letter != _BUGGY_21:
+        kind = SUSPECTS_21[letter]
+        hint = ("table A is the concatenated layout: all the sines, then all the cosines. Valid, only permuted."
+                if kind == "concatenated" else "table C is the paper's own table.")
+        raise Wrong(f"table {letter} passes the tests of this chapter.",
+                    hint=hint + " Run your test on each of the three.")
+    return ("your test accepts every valid layout and rejects the broken ones; table B is the bug: its cosines use "
+            "the column index 2i + 1 in the exponent, so a pair no longer shares one angle (its rows do not all have "
+            "length √(D/2), and PE(p)·PE(q) depends on more than p − q).")
 
 
 # ---- 2.2: the sinusoidal table, written by the reader ---------------------------------------------------
@@ -120,7 +184,7 @@ def exercise_2_2(my_positional_encoding):
     return "your table equals tl.sinusoidal_positional_encoding for (50, 16), (20, 512) and (3, 2)."
 
 
-# ---- 2.3 and 2.4: the rotation M_k --------------------------------------------------------------------
+# ---- 2.3: the rotation M_k, fitted by least squares --------------------------------------------------------------------
 
 def _rotation(k: int, d_model: int) -> torch.Tensor:
     """M_k (D, D), float64: PE(pos + k) = M_k @ PE(pos), one 2x2 rotation by k·ω_i per pair."""
@@ -140,33 +204,13 @@ def _formula64(max_len: int, d_model: int) -> torch.Tensor:
     return pe
 
 
-_K23, _D23, _L23 = 5, 32, 200
-
-
-@exercise("2.3", wrong=[lambda: (_rotation(_K23, _D23),),          # forwards, not backwards
-                        lambda: (torch.eye(_D23, dtype=torch.float64),),
-                        lambda: (-_rotation(_K23, _D23),)])
-def exercise_2_3(my_M_back):
-    B = tensor(my_M_back, "my_M_back", (_D23, _D23)).double()
-    table = _formula64(_L23, _D23)
-    moved = table[_K23:] @ B.T                     # row form of B @ PE(pos), for pos = 5 .. 199
-    if torch.allclose(moved, table[:-_K23], atol=1e-4, rtol=0):
-        return f"my_M_back @ PE(pos) = PE(pos − {_K23}) for all {_L23 - _K23} positions (D = {_D23})."
-    if torch.allclose(B, _rotation(_K23, _D23), atol=1e-4, rtol=0):
-        raise Wrong(f"my_M_back is M_{_K23}, which moves {_K23} positions forwards: PE(pos + {_K23}).",
-                    hint="undoing a rotation by the angle kω is rotating by −kω; for a rotation matrix that is "
-                         "its transpose.")
-    raise Wrong(f"my_M_back @ PE(pos) is not PE(pos − {_K23}) (checked for pos = {_K23}…{_L23 - 1}, D = {_D23}).",
-                hint=f"use rotation(k, d_model) from the chapter: M_{{−k}} = M_kᵀ; a (D, D) matrix, D = {_D23}.")
-
-
 _K24, _D24, _L24 = 3, 16, 512
 
 
-@exercise("2.4", wrong=[lambda: (_rotation(_K24, _D24),),          # solved pe[k:] @ A ≈ pe[:-k], the other way
+@exercise("2.3", wrong=[lambda: (_rotation(_K24, _D24),),          # solved pe[k:] @ A ≈ pe[:-k], the other way
                         lambda: (torch.eye(_D24, dtype=torch.float64),),
                         lambda: (_rotation(_K24 - 1, _D24).T,)])                     # off by one position
-def exercise_2_4(my_A):
+def exercise_2_3(my_A):
     A = tensor(my_A, "my_A", (_D24, _D24)).double()
     expected = _rotation(_K24, _D24).T
     if torch.allclose(A, expected, atol=1e-4, rtol=0):

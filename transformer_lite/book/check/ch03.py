@@ -20,33 +20,72 @@ def _qkv():
     return _X @ _W_Q, _X @ _W_K, _X @ _W_V
 
 
-def _z(row: int, scale: float | None = None, dim: int = -1) -> torch.Tensor:
-    Q, K, V = _qkv()
-    scaled = Q @ K.T * (1 / math.sqrt(3) if scale is None else scale)
-    return (torch.softmax(scaled, dim=dim) @ V)[row]
+# ---- 3.1: bug hunt -- an attention function with one silent bug ---------------------------------------------
+# suspect_attention returns (output, weights) of the right shapes, but takes the softmax over the queries. The reader
+# writes a test from what chapter 3 checked (equality with PyTorch's function; every row of the weights sums to 1)
+# and names the bug.
+
+DIAGNOSES_31 = ("no scale", "softmax over the queries", "keys not transposed", "values not weighted")
 
 
-@exercise("3.1", wrong=[lambda: (_z(1, scale=1.0),),      # forgot the 1/sqrt(d_k)
-                        lambda: (_z(1, dim=0),),          # softmax down the columns (over the queries)
-                        lambda: (_z(0),),                 # the first word's output
-                        lambda: (_qkv()[2][1],)])         # the word's own value, no attention
-def exercise_3_1(my_z_machines):
-    z = tensor(my_z_machines, "my_z_machines", (3,))
-    expected = _z(1)
-    if torch.allclose(z, expected, atol=1e-3):
-        return f"z_Machines = {[round(v, 4) for v in expected.tolist()]}, the second row of the matrix form."
-    diagnoses = [(_z(1, scale=1.0), "the scores were not divided by √d_k = √3 (step 3)."),
-                 (_z(1, dim=0), "the softmax ran over the queries (down a column of the score matrix). "
-                                "Step 4 runs over the keys: the two weights of 'Machines' must sum to 1."),
-                 (_z(0), "that is z_Thinking, the first word's output. Use the query of 'Machines', Q[1]."),
-                 (_qkv()[2][1], "that is the value of 'Machines' itself; the output mixes the values of both "
-                                "words, weighted by the softmax of the scaled scores.")]
-    for wrong, hint in diagnoses:
-        if torch.allclose(z, wrong, atol=1e-3):
-            raise Wrong("my_z_machines is not the output of 'Machines'.", hint)
-    close(z, expected, "my_z_machines", atol=1e-3,
-          hint="steps 2–6 with q = Q[1]: scores q·k_j for both words, divide by √3, softmax over the two scores, "
-               "then the weighted sum of the rows of V.")
+def suspect_attention(query, key, value):
+    """The attention function of exercise 3.1: (output, weights), like tl.scaled_dot_product_attention."""
+    from transformer_lite import pitfalls
+
+    return pitfalls.attention_softmax_over_queries(query, key, value)
+
+
+def _reference_test(attention):
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(6, 8, generator=g) for _ in range(3))
+    out, weights = attention(q, k, v)
+    return bool(torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k, v), atol=1e-5)
+                and torch.allclose(weights.sum(-1), torch.ones(6), atol=1e-5))
+
+
+def _rows_only_test(attention):
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(6, 8, generator=g) for _ in range(3))
+    return bool(torch.allclose(attention(q, k, v)[1].sum(-1), torch.ones(6), atol=1e-5))
+
+
+def _as_bool(verdict):
+    if isinstance(verdict, torch.Tensor) and verdict.numel() == 1 and verdict.dtype == torch.bool:
+        return bool(verdict)
+    if type(verdict).__name__ == "bool_":
+        return bool(verdict)
+    return verdict
+
+
+@exercise("3.1", wrong=[lambda: (lambda attention: True, "softmax over the queries"),   # passes everything
+                        lambda: (_reference_test, "no scale"),
+                        lambda: (_rows_only_test, "softmax over the queries"),           # misses the missing scale
+                        lambda: (_reference_test, "keys not transposed")])
+def exercise_3_1(my_test, my_diagnosis):
+    from transformer_lite import pitfalls
+
+    verdict = _as_bool(call(my_test, tl.scaled_dot_product_attention, name="my_test(tl.scaled_dot_product_attention)"))
+    if verdict is not True and verdict is not False:
+        raise Wrong(f"my_test should return True or False, got {verdict!r}.")
+    if not verdict:
+        raise Wrong("my_test rejects tl.scaled_dot_product_attention, which is right.",
+                    hint="call attention(q, k, v) -> (output, weights) on random inputs; compare the output with "
+                         "torch.nn.functional.scaled_dot_product_attention(q, k, v), with a tolerance (atol=1e-5).")
+    for name, wrong in [("suspect_attention", suspect_attention),
+                        ("pitfalls.attention_without_scaling", pitfalls.attention_without_scaling)]:
+        if _as_bool(call(my_test, wrong, name=f"my_test({name})")) is not False:
+            raise Wrong(f"my_test accepts {name}, which is wrong.",
+                        hint="compare the whole output with PyTorch's function, and check that each row of the "
+                             "weights sums to 1; a test on the shapes alone passes every one of these bugs.")
+    diagnosis = str(my_diagnosis).strip().lower()
+    if diagnosis not in DIAGNOSES_31:
+        raise Wrong(f"my_diagnosis should be one of {', '.join(repr(d) for d in DIAGNOSES_31)}; got {my_diagnosis!r}.")
+    if diagnosis != "softmax over the queries":
+        raise Wrong(f"the bug is not '{diagnosis}'.",
+                    hint="look at the weights the suspect returns: sum them along each axis.")
+    return ("your test passes the package's attention and catches both bugs; the suspect's softmax runs over the "
+            "queries (dim=-2): its columns sum to 1, its rows do not, so a word's output is no longer a weighted "
+            "average of the values.")
 
 
 # ---- 3.2: the six steps as a function, compared with tl.scaled_dot_product_attention ----------------------
@@ -91,55 +130,7 @@ def exercise_3_2(my_attention):
     return "your attention equals tl.scaled_dot_product_attention, unbatched with T ≠ S and on (B, H, T, D_h) heads."
 
 
-# ---- 3.3: shuffling the words shuffles the outputs ----------------------------------------------------------
-
-PERM_3_3 = [3, 7, 0, 10, 5, 1, 9, 2, 8, 4, 6]  # the shuffle of exercise 3.3 (11 words)
-
-
-@exercise("3.3", wrong=[lambda: (torch.argsort(torch.tensor(PERM_3_3)),),   # the inverse permutation
-                        lambda: (torch.arange(11),),                          # "nothing moves"
-                        lambda: (torch.tensor(PERM_3_3[::-1]),)])
-def exercise_3_3(my_index):
-    index = tensor(my_index, "my_index", (11,))
-    if not torch.equal(index, index.round()):
-        raise Wrong("my_index should hold whole numbers: row indices of the original output.")
-    index = index.long()
-    perm = torch.tensor(PERM_3_3)
-    if torch.equal(index, perm):
-        return "out_shuffled = out[perm]: shuffling the words shuffles the outputs in exactly the same way."
-    if torch.equal(index, torch.argsort(perm)):
-        raise Wrong("my_index is the inverse of the shuffle.",
-                    hint="row r of the shuffled sentence is word perm[r] of the original, so its output is row "
-                         "perm[r] of the original output.")
-    if torch.equal(index, torch.arange(11)):
-        raise Wrong("with my_index = 0, 1, …, 10 the outputs would stay where they were; they move with their words.",
-                    hint="compare out_shuffled with out row by row: which original row does each one equal?")
-    raise Wrong("out_shuffled is not out[my_index].",
-                hint="each word's output depends on its own query and on the set of all keys and values, not on "
-                     "their order: row r of the shuffled output belongs to the word now in place r.")
-
-
-# ---- 3.4: queries and keys whose components have standard deviation sigma ----------------------------------
-
-_SIGMA, _DK = 2.0, 64
-
-
-@exercise("3.4", wrong=[lambda: (_DK * _SIGMA ** 2, 1 / (math.sqrt(_DK) * _SIGMA)),   # sigma^2 per product
-                        lambda: (_DK * _SIGMA ** 4, 1 / math.sqrt(_DK)),               # the paper's scale kept
-                        lambda: (_DK * _SIGMA ** 4, 1 / (_DK * _SIGMA ** 4))])         # divided by the variance
-def exercise_3_4(my_var, my_scale):
-    var = _DK * _SIGMA ** 4
-    number(my_var, var, "my_var", rel=1e-6,
-           hint="each product q_c k_c has variance E[q_c²] E[k_c²] = σ² · σ² (independent, mean 0), "
-                "and the dot product adds d_k of them.")
-    scale = 1 / math.sqrt(var)
-    number(my_scale, scale, "my_scale", rel=1e-6,
-           hint="multiplying a score by s multiplies its variance by s²: s = 1 / sqrt(Var(q·k)), "
-                "the reciprocal of the standard deviation, not of the variance.")
-    return f"Var(q·k) = d_k σ⁴ = {var:g}; multiplying by 1/(√d_k σ²) = 1/{1 / scale:g} brings it back to 1."
-
-
-# ---- 3.5: temperature: the scale at which "it" puts 99 % of its weight on "animal" ------------------------
+# ---- 3.3: temperature: the scale at which "it" puts 99 % of its weight on "animal" ------------------------
 
 # The chapter's hand-made sentence example: six readable features per word, and W_Q, W_K set by hand.
 SENTENCE = "the animal didn't cross the street because it was too tired".split()
@@ -182,10 +173,10 @@ def _scale_99_without_zeros() -> float:
     return math.log(99) / (s_animal - s_street).item()
 
 
-@exercise("3.5", wrong=[lambda: (1 / math.sqrt(2),),                 # the default scale of d_k = 2
+@exercise("3.3", wrong=[lambda: (1 / math.sqrt(2),),                 # the default scale of d_k = 2
                         lambda: (_scale_99_without_zeros(),),         # forgot the nine words with score 0
                         lambda: (30.0,)])                             # large enough, but not the smallest
-def exercise_3_5(my_scale_99):
+def exercise_3_3(my_scale_99):
     s = number(my_scale_99, _scale_99(), "my_scale_99", rel=2e-3,
                hint=f"all {len(SENTENCE)} words are in the softmax: the words whose score is 0 each add e^0 = 1 to the "
                     "denominator. The weight on 'animal' grows with the scale; find where it reaches 0.99 "
