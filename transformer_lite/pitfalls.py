@@ -14,6 +14,7 @@ shows the difference (``tests/test_pitfalls.py`` checks that every one of them d
     causal_mask_keep_convention_misread      transformer_lite.causal_mask
     causal_mask_including_diagonal           transformer_lite.causal_mask
     labels_not_shifted                       transformer_lite.training.teacher_forcing
+    encode_split_on_spaces                   Vocab.encode of the tokenizer's tokens (chapter 1)
 """
 from __future__ import annotations
 
@@ -146,3 +147,21 @@ def labels_not_shifted(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """
     check_tensor("tgt", tgt, ndim=2)
     return tgt, tgt
+
+
+def encode_split_on_spaces(vocab, text: str) -> list[int]:
+    """WRONG: ids for ``text.split()``, with a vocabulary built from a tokenizer's tokens.
+
+    The vocabulary was built from lower-cased tokens with punctuation cut off ("the", "mat",
+    "."), but this splits on spaces only, so "The" and "mat." are not in it: they silently
+    become ``<unk>``, training runs, and the model never sees those words. Right: encode the
+    tokens of the same tokenizer that built the vocabulary, ``vocab.encode(tokenize(text))``
+    (chapter 1); a test that catches it: no token of the vocabulary's own corpus may be ``<unk>``.
+    """
+    from .data import Vocab
+
+    if not isinstance(vocab, Vocab):
+        raise TypeError(f"vocab must be a transformer_lite.data.Vocab, got {type(vocab).__name__}")
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return vocab.encode(text.split())
