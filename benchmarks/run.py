@@ -8,6 +8,8 @@ median of repeated runs after a warm-up, with the thread count recorded.
 
     python benchmarks/run.py            # everything (about 5-10 minutes on 2 cores)
     python benchmarks/run.py --quick    # fewer repeats, no capstone (a smoke test)
+    python benchmarks/run.py --only notebooks   # each chapter's running time, alone, in a fresh kernel
+                                                # (benchmarks/notebooks.json; the line under each chapter's title)
 """
 from __future__ import annotations
 
@@ -217,10 +219,34 @@ def bench_capstone():
                 wall_seconds=wall, report={k: v for k, v in report.items() if isinstance(v, (int, float, str))})
 
 
+NOTEBOOK_TIMES = Path(__file__).resolve().parent / "notebooks.json"  # tools/chapters.py header reads it
+
+
+def bench_notebooks(paths=None) -> dict:
+    """Each chapter run top to bottom in a fresh kernel, one at a time, as a reader's Jupyter runs it (live
+    controls): the running time under each chapter's title (tools/chapters.py header)."""
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "tools"))
+    from run_notebooks import run_notebook
+
+    seconds = {}
+    for path in paths or sorted((root / "notebooks").glob("*.ipynb")):
+        result = run_notebook(path)
+        if not result["ok"]:
+            raise RuntimeError(f"{path.name} failed: {result['error']}")
+        seconds[path.stem] = round(result["seconds"], 1)
+        print(f"{path.stem:34s} {seconds[path.stem]:6.1f} s", flush=True)
+    return dict(machine=dict(python=platform.python_version(), torch=torch.__version__, threads=torch.get_num_threads(),
+                             cpu_count=os.cpu_count(), processor=platform.processor() or platform.machine()),
+                seconds=seconds)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repeats and no capstone: a smoke test")
-    ap.add_argument("--only", choices=["lm_kv_cache"], default=None,
+    ap.add_argument("--only", choices=["lm_kv_cache", "notebooks"], default=None,
                     help="measure one part only and update it in the shipped results")
     ap.add_argument("--out", default=None,
                     help="where to write the results (default: the package's assets/benchmarks.json; "
@@ -238,6 +264,11 @@ def main(argv=None):
                    config=cfg)
 
     lm_steps = 32 if args.quick else 128
+    if args.only == "notebooks" or not args.quick and args.only is None:
+        times = bench_notebooks()
+        NOTEBOOK_TIMES.write_text(json.dumps(times, indent=2) + "\n")
+        if args.only == "notebooks":
+            return 0
     if args.only == "lm_kv_cache":
         shipped = json.loads(SHIPPED_BENCHMARKS.read_text())
         shipped["lm_kv_cache"] = bench_lm_kv_cache(lm_steps, 3 if args.quick else 7)

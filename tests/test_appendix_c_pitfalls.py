@@ -199,3 +199,45 @@ def test_unshifted_labels_train_a_copier_that_cannot_decode():
     model.eval()
     assert loss.item() < 0.1  # "perfect" training loss: the answer is in the input
     assert exact_match(model, src[:64], tgt[:64], BOS, EOS) < 0.1  # and nothing learned that decoding can use
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_batch_first_false_mixes_the_sentences_of_a_batch(seed):
+    torch.manual_seed(seed)
+    default, first = nn.MultiheadAttention(8, 2), nn.MultiheadAttention(8, 2, batch_first=True)
+    first.load_state_dict(default.state_dict())
+    x = torch.randn(2, 3, 8)  # (B, T, D)
+    y = x.clone()
+    y[1] = torch.randn(3, 8)
+    with torch.no_grad():
+        moved = (default(y, y, y)[0][0] - default(x, x, x)[0][0]).norm(dim=-1)
+        kept = (first(y, y, y)[0][0] - first(x, x, x)[0][0]).abs().max()
+    assert moved.min() > 1e-3 and kept == 0
+
+
+def test_is_causal_is_top_left_and_wrong_with_a_cache():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 1, 2, 4), torch.randn(1, 1, 5, 4), torch.randn(1, 1, 5, 4)
+    cache, _ = tl.scaled_dot_product_attention(q, k, v, attn_mask=tl.causal_mask(5)[3:])
+    top_left, _ = tl.scaled_dot_product_attention(q, k, v, attn_mask=torch.triu(torch.ones(2, 5, dtype=torch.bool), 1))
+    torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, is_causal=True), top_left)
+    assert not torch.allclose(top_left, cache, atol=1e-2)
+
+
+def test_left_padding_positions_change_the_encoding_unless_counted_from_the_first_real_token():
+    torch.manual_seed(0)
+    m = tl.Transformer(20, 20, d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=1,
+                       dim_feedforward=32, dropout=0.0).eval()
+    pe = tl.sinusoidal_positional_encoding(16, 16)
+    left = torch.tensor([[0, 0, 5, 6, 7]])
+
+    def encode_at(ids, pos):
+        return m.encoder(m.src_embed(ids) + pe[pos], src_key_padding_mask=tl.padding_mask(ids, 0))
+
+    with torch.no_grad():
+        alone = m.encode(left[:, 2:])
+        wrong = encode_at(left, pitfalls.position_ids_ignoring_padding(left, 0))[:, 2:]
+        right = encode_at(left, ((left != 0).cumsum(-1) - 1).clamp(min=0))[:, 2:]
+        torch.testing.assert_close(m.encode(torch.tensor([[5, 6, 7, 0, 0]]))[:, :3], alone)
+    torch.testing.assert_close(right, alone)
+    assert (wrong - alone).abs().max() > 0.1

@@ -147,3 +147,50 @@ def test_per_time_step_batchnorm_is_batchnorm_over_t_times_d_features():
     x = torch.randn(4, 3, 5) * 3 + 1
     by_hand = (x - x.mean(0)) / torch.sqrt(x.var(0, correction=0) + 1e-5)
     assert_close(by_hand, nn.BatchNorm1d(15)(x.reshape(4, 15)).reshape(4, 3, 5))
+
+
+def test_batchnorm1d_pools_each_feature_over_batch_and_positions_not_twelve_neurons():
+    x = torch.randn(2, 3, 4) * 3 + 1
+    bn = nn.BatchNorm1d(4)
+    y = bn(x.transpose(1, 2)).transpose(1, 2)
+    assert bn.running_mean.shape == (4,)
+    assert_close(bn.running_mean, 0.1 * x.mean(dim=(0, 1)))  # one mean per feature over all B*T positions
+    per_neuron = nn.BatchNorm1d(12)(x.reshape(2, 12)).reshape(2, 3, 4)
+    assert (per_neuron - y).abs().max() > 0.1
+
+
+def test_running_statistics_are_buffers_updated_by_the_forward_pass_without_gradient():
+    bn = nn.BatchNorm1d(4)
+    assert [n for n, _ in bn.named_parameters()] == ["weight", "bias"]
+    assert {"running_mean", "running_var"} <= {n for n, _ in bn.named_buffers()}
+    before = bn.running_mean.clone()
+    bn(torch.randn(8, 4, 5) + 2).pow(3).mean().backward()
+    assert not torch.equal(bn.running_mean, before)
+    assert bn.weight.grad is not None and bn.running_mean.grad is None and not bn.running_mean.requires_grad
+
+
+def masked_bn(x, mask, eps=1e-5):
+    real = x[mask]
+    return (x - real.mean(0)) / torch.sqrt(real.var(0, correction=0) + eps)
+
+
+def test_masked_batchnorm_repairs_padding_but_not_the_batch_dependence():
+    clean = bn_train(torch.cat([REAL_0, REAL_1])[None])[0]
+    for length, value in [(3, 0.0), (3, 5.0), (5, 0.0)]:
+        x, mask = padded(length, value)
+        assert_close(masked_bn(x, mask)[mask], clean)
+    x, mask = padded(3)
+    other = x.clone()
+    other[1, :2] += 3.0  # another sentence 1
+    assert (masked_bn(other, mask)[0] - masked_bn(x, mask)[0]).abs().max() > 0.1
+
+
+def test_bug_hunt_layer_norm_over_positions_moves_with_padding_not_with_the_batch():
+    from transformer_lite import pitfalls
+
+    x, _ = padded(3)
+    other = x.clone()
+    other[1, :2] += 3.0
+    assert_close(pitfalls.layer_norm_over_positions(other)[0], pitfalls.layer_norm_over_positions(x)[0])
+    longer, _ = padded(5)
+    assert (pitfalls.layer_norm_over_positions(longer)[0, :3] - pitfalls.layer_norm_over_positions(x)[0]).abs().max() > 0.1

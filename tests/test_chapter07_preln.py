@@ -2,9 +2,10 @@
 initialization (Post-LN grows towards the top of the decoder, more with depth; Pre-LN flat; for
 several initializations), a deep Post-LN stack at a high learning rate without warm-up collapses to an
 input-independent guess while Pre-LN does not (trained live: seed from book_seed(), asserted with
-margins), Adam's first step is lr * sign(grad) and its early steps are its largest, a Pre-LN stack needs a
+margins), Adam's first step is lr * sign(grad) and its early steps are its largest; that step at the full rate upends
+both stacks' outputs, while at a warm-up step Post-LN's output moves more than Pre-LN's; a Pre-LN stack needs a
 final LayerNorm and its upper layers change the highway less, and BERT / GPT-1 blocks are Post-LN while
-GPT-2's is Pre-LN."""
+GPT-2's is Pre-LN; exercise 7.4's buggy block is neither order."""
 import math
 
 import pytest
@@ -203,3 +204,51 @@ def test_paper_schedule_peak_and_first_step():
     assert noam_lr(4000, 512, 4000) == pytest.approx(512 ** -0.5 * 4000 ** -0.5)
     assert noam_lr(1, 512, 4000) == pytest.approx(512 ** -0.5 * 4000 ** -1.5)
     assert max(noam_lr(s, 512, 4000) for s in (3999, 4000, 4001)) == noam_lr(4000, 512, 4000)
+
+
+def first_step_change(num_layers, norm_first, lr, seed):
+    """Relative change of the stack's output on 64 inputs after one step of -lr * sign(gradient) (Adam's first)."""
+    src, tgt = reverse_task(4000, 8, V, seed=seed + 1)
+    labels = tgt[:, 1:-1]
+    with num_threads(1):
+        torch.manual_seed(seed)
+        model = Tagger(num_layers, norm_first)
+        idx = torch.randint(0, 4000, (32,), generator=torch.Generator().manual_seed(seed))
+        F.cross_entropy(model(src[idx]).reshape(-1, V), labels[idx].reshape(-1)).backward()
+        with torch.no_grad():
+            before = model.encoder(model.pos(model.embed(src[:64])))
+            for p in model.parameters():
+                p -= lr * p.grad.sign()
+            after = model.encoder(model.pos(model.embed(src[:64])))
+    return ((after - before).norm() / before.norm()).item()
+
+
+@pytest.mark.parametrize("base", [0, 3])
+def test_first_adam_step_upends_both_at_full_rate_post_ln_amplifies_a_warmup_step(base):
+    # Measured, means over 5 seeds for bases 0-5: lr 1e-2 -> Post-LN 6 layers 1.17-1.24, Pre-LN 1.07-1.16 (ratio
+    # 1.02-1.15); lr 2e-4 -> ratio 1.84-2.49 at depth 6, 1.53-1.65 at depth 2.
+    seeds = range(base, base + 5)
+    change = {(n, nf, lr): sum(first_step_change(n, nf, lr, s) for s in seeds) / 5
+              for n in (2, 6) for nf in (False, True) for lr in (1e-2, 2e-4)}
+    ratio = {(n, lr): change[n, False, lr] / change[n, True, lr] for n in (2, 6) for lr in (1e-2, 2e-4)}
+    assert change[6, False, 1e-2] > 0.5 and change[6, True, 1e-2] > 0.5 and ratio[6, 1e-2] < 1.5
+    assert change[6, False, 2e-4] < 0.3
+    assert ratio[6, 2e-4] > 1.4 and ratio[6, 2e-4] > ratio[2, 2e-4] > 1.2
+
+
+def test_bug_hunt_pre_ln_normalizing_the_highway_stays_bounded_and_is_neither_order():
+    from transformer_lite import pitfalls
+
+    torch.manual_seed(0)
+    pre = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=True).eval()
+    post = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=False).eval()
+    post.load_state_dict(pre.state_dict())
+    x = 3 * torch.randn(2, 6, 16)
+    with torch.no_grad():
+        out = pitfalls.pre_ln_normalizing_the_highway(pre, x)
+        assert not torch.allclose(out, pre(x), atol=1e-5) and not torch.allclose(out, post(x), atol=1e-5)
+        h, sizes = x, []
+        for _ in range(24):
+            h = pitfalls.pre_ln_normalizing_the_highway(pre, h)
+            sizes.append(h.pow(2).mean().sqrt().item())
+    assert max(sizes) < 2 * min(sizes) and abs(sizes[-1] - 1) > 0.05

@@ -252,3 +252,31 @@ def test_mixed_conventions_invert_or_block_nothing_while_each_convention_alone_a
     _, w_keep_as_blocked = tl.scaled_dot_product_attention(q, k, v, attn_mask=keep.bool())
     assert w_keep_as_blocked[blocked.expand_as(w_keep_as_blocked)].sum() > 0
     assert w_keep_as_blocked[~blocked.expand_as(w_keep_as_blocked)].eq(0).all()
+
+
+def test_is_causal_aligns_top_left_which_is_wrong_with_a_kv_cache():
+    torch.manual_seed(0)
+    T, S = 2, 5
+    q, k, v = torch.randn(1, 1, T, 4), torch.randn(1, 1, S, 4), torch.randn(1, 1, S, 4)
+    bottom_right = tl.causal_mask(S)[S - T:]
+    assert torch.equal(bottom_right, torch.triu(torch.ones(T, S, dtype=torch.bool), diagonal=S - T + 1))
+    right, _ = tl.scaled_dot_product_attention(q, k, v, attn_mask=bottom_right)
+    top_left, _ = tl.scaled_dot_product_attention(q, k, v, attn_mask=torch.triu(torch.ones(T, S, dtype=torch.bool), 1))
+    with_is_causal = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(with_is_causal, top_left)
+    assert not torch.allclose(with_is_causal, right, atol=1e-2)
+    torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=~bottom_right), right)
+
+
+def test_the_package_decodes_with_a_cache_as_without():
+    # What the chapter recommends with a cache (the last T rows of the full causal mask) is what decode does.
+    torch.manual_seed(0)
+    model = _small_model()
+    src, tgt = torch.randint(4, 20, (1, 6)), torch.randint(4, 20, (1, 7))
+    with torch.no_grad():
+        memory = model.encode(src)
+        full = model.decode(tgt, memory, src=src)
+        cache = model.new_cache()
+        first = model.decode(tgt[:, :4], memory, src=src, cache=cache)
+        rest = model.decode(tgt[:, 4:], memory, src=src, cache=cache)  # T = 3 new tokens, S = 7 keys
+    torch.testing.assert_close(torch.cat([first, rest], dim=1), full, atol=1e-5, rtol=1e-4)

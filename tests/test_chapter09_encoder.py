@@ -167,3 +167,36 @@ def test_decoder_reads_the_measure_word_from_the_noun_not_from_two(translator):
         patched[0, j] = memory[1, j]
         written[word] = next_word(patched)
     assert written == {"she": "只", "has": "只", "two": "只", "cats": "本"}
+
+
+@torch.no_grad()
+def test_trained_encoder_layer_0_heads_are_sharp_and_local_layer_1_heads_spread(translator):
+    # The chapter's conclusion from its head statistics (the shipped weights, so the numbers are fixed).
+    model, data, _ = translator
+    src = data.test_src[:200]
+    _, enc_w = model.encode(src, return_attention=True)
+    real = src != 0
+    entropy, local = {}, {}
+    for li, w in enumerate(enc_w):  # (B, H, S, S)
+        idx = torch.arange(w.shape[-1])
+        for h in range(w.shape[1]):
+            wh = w[:, h]
+            near = wh[:, idx, idx].clone()
+            near[:, 1:] += wh[:, idx[1:], idx[1:] - 1]
+            near[:, :-1] += wh[:, idx[:-1], idx[:-1] + 1]
+            entropy[li, h] = (-(wh.clamp_min(1e-12).log() * wh).sum(-1))[real].mean().item()
+            local[li, h] = near[real].mean().item()
+    heads = range(enc_w[0].shape[1])
+    assert max(entropy[0, h] for h in heads) < 0.5 * min(entropy[1, h] for h in heads)
+    assert all(local[0, h] > 0.5 for h in heads)
+
+
+def test_shuffled_sentence_attention_weights_are_p_a_pt():
+    torch.manual_seed(0)
+    attn = tl.MultiHeadAttention(16, 4).eval()
+    x = torch.randn(1, 6, 16)
+    perm = torch.randperm(6)
+    with torch.no_grad():
+        w = attn(x, x, x)[1][0]  # (H, S, S)
+        w_perm = attn(x[:, perm], x[:, perm], x[:, perm])[1][0]
+    torch.testing.assert_close(w_perm, w[:, perm][:, :, perm])

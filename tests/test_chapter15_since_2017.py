@@ -51,6 +51,14 @@ def test_kv_cache_sizes_quoted():
     assert modern.kv_cache_bytes(1, 1, 24, 2, 64, f16) == 12 * 1024
 
 
+def test_prediction_15_1_llama2_7b_cache_outgrows_its_weights():
+    with torch.device("meta"):
+        llama = modern.ModernLM(32000, 4096, nhead=32, num_kv_heads=32, num_layers=32)
+    weights = tl.count_parameters(llama) * 2                       # 16-bit numbers
+    assert weights == 6_738_415_616 * 2 and f"{weights / 2**30:.1f}" == "12.6"   # the numbers the chapter quotes
+    assert modern.kv_cache_bytes(8, 4096, 32, 32, 128, torch.float16) > weights
+
+
 def test_shipped_decoder_only_cache_speedup():
     bench = benchmark_results()["lm_kv_cache"]
     assert set(bench["models"]) == {"gpt", "modern_gqa"}

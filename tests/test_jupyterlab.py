@@ -136,6 +136,10 @@ def lab():
     settings = dirs["config"] / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    # every cell in the page (JupyterLab 4 renders only the cells in view by default): the tests read all of them
+    tracker = dirs["config"] / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     # a reader's environment: live controls (no TRANSFORMER_LITE_STATIC), Jupyter's own inline figures
     drop = {"TRANSFORMER_LITE_STATIC", "MPLBACKEND", "MPLCONFIGDIR", "IPYTHONDIR"}
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("JUPYTER")}
@@ -196,7 +200,8 @@ class Page:
         self.page.on("console", lambda m: m.type == "error" and self.console.append(f"{m.text} @ {m.location}"))
         self.page.on("pageerror", lambda e: self.console.append(f"uncaught: {e}"))
         # a workspace of its own: JupyterLab would otherwise reopen the previous chapter's tab too
-        self.page.goto(f"{lab.base}lab/workspaces/{Path(notebook).stem}/tree/{notebook}?token={lab.token}")
+        workspace = notebook.removesuffix(".ipynb").replace("/", "-")
+        self.page.goto(f"{lab.base}lab/workspaces/{workspace}/tree/{notebook}?token={lab.token}")
 
     def _route(self, route):
         url = route.request.url
@@ -407,6 +412,57 @@ def test_translator_chapters_run_clean(lab, browser, notebook):
     page = Page(browser, lab, notebook)
     try:
         page.run_all()
+        page.check_clean()
+    finally:
+        page.close()
+        _quietly(lab.shutdown_kernels)
+
+
+def _first_deep_dive(folder: Path) -> tuple[str, int, int]:
+    """(notebook name, index of its first deep dive's heading cell, number of cells the deep dive holds)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import chapters
+
+    for path in sorted(folder.glob("*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        heads = chapters.deep_dive_heads(nb)
+        if heads:
+            where = chapters.sections(nb)
+            title = where[heads[0]]["deep_dive"]
+            inside = sum(1 for w in where[heads[0] + 1:] if w["deep_dive"] == title)
+            return path.name, heads[0], inside
+    pytest.fail(f"no notebook in {folder} has a deep dive (a heading 'Deep dive: ...')")
+
+
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_deep_dives_open_collapsed(lab, browser, edition):
+    """A deep dive opens collapsed under its heading, in both editions (jp-MarkdownHeadingCollapsed, written by
+    tools/chapters.py fold): its heading cell shows, the cells under it are hidden, and the heading's button, which
+    says how many cells it hides, opens them."""
+    name, head, inside = _first_deep_dive(ROOT / "notebooks" / edition.rstrip("/"))
+    page = Page(browser, lab, f"{edition}{name}")
+    try:
+        p = page.page
+        p.wait_for_selector(f"{NB} .jp-Cell", timeout=60_000)
+        p.wait_for_function("([nb, n]) => document.querySelectorAll(nb + ' .jp-Cell').length >= n",
+                            arg=[NB, head + inside + 1], timeout=30_000)
+        heading = p.locator(f"{NB} .jp-Cell").nth(head)
+        heading.locator(".jp-MarkdownOutput h1, .jp-MarkdownOutput h2, .jp-MarkdownOutput h3, .jp-MarkdownOutput h4"
+                        ).first.wait_for(timeout=30_000)  # rendered
+        assert heading.locator(".jp-collapseHeadingButton.jp-mod-collapsed").count() >= 1, \
+            f"{edition}{name}: cell {head} (a deep dive's heading) is not collapsed"
+        button = heading.locator(".jp-showHiddenCellsButton")
+        button.first.wait_for(timeout=10_000)
+        assert button.count() == 1, f"{edition}{name}: the collapsed deep dive shows no 'cells hidden' button"
+        assert str(inside) in button.inner_text(), (button.inner_text(), inside)
+        hidden = lambda: p.evaluate(  # noqa: E731
+            "([nb, i]) => [...document.querySelectorAll(nb + ' .jp-Cell')][i].classList.contains('lm-mod-hidden')",
+            [NB, head + 1])
+        assert hidden(), f"{edition}{name}: the first cell of the deep dive is visible before it is opened"
+        button.click()
+        page.wait_changed(lambda: "open" if not hidden() else "", "", "the deep dive's first cell after opening it")
         page.check_clean()
     finally:
         page.close()

@@ -129,6 +129,7 @@ def test_the_cover_names_the_edition(edition):
     cover = edition.pages[0]
     assert ("English edition" if name == "en" else "中文版") in cover, cover
     assert re.search(r"\d+\.\d+\.\d+", cover), f"no version on the cover: {cover!r}"
+    assert "CC BY-SA 4.0" in cover and "MIT" in cover, f"the cover does not name the licences: {cover!r}"
 
 
 @pytest.mark.slow  # reads ~400 pages a PDF: `make test`, not `make check`

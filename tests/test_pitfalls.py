@@ -3,6 +3,7 @@
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import transformer_lite as tl
 from transformer_lite import pitfalls as pf
@@ -111,7 +112,87 @@ def test_encode_split_on_spaces_makes_known_words_unknown():
     (lambda: pf.positional_encoding_reversed_frequencies(0, 8), ValueError, "max_len"),
     (lambda: pf.layer_norm_unbiased_eps_outside([1.0, 2.0]), TypeError, "x"),
     (lambda: pf.causal_mask_including_diagonal(0), ValueError, "T"),
+    (lambda: pf.layer_norm_over_positions(torch.randn(2, 4)), ValueError, "x"),
+    (lambda: pf.pre_ln_normalizing_the_highway(nn.Linear(4, 4), torch.randn(2, 3, 4)), TypeError, "layer"),
 ])
 def test_bad_input(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
+
+
+def test_layer_norm_over_positions_depends_on_padding_not_on_the_batch():
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 4)
+    assert not torch.allclose(pf.layer_norm_over_positions(x), tl.layer_norm(x), atol=1e-3)
+    other = x.clone()
+    other[1] += 3.0                                                    # another second sentence
+    torch.testing.assert_close(pf.layer_norm_over_positions(other)[0], pf.layer_norm_over_positions(x)[0])
+    longer = torch.cat([x, torch.zeros(2, 2, 4)], dim=1)               # two positions of padding
+    assert (pf.layer_norm_over_positions(longer)[:, :3] - pf.layer_norm_over_positions(x)).abs().max() > 0.1
+    # the statistics are per feature over the positions: each (b, d) column has mean 0
+    torch.testing.assert_close(pf.layer_norm_over_positions(x).mean(dim=1), torch.zeros(2, 4), atol=1e-6, rtol=0)
+
+
+def test_pre_ln_normalizing_the_highway_is_neither_pre_ln_nor_post_ln():
+    torch.manual_seed(0)
+    pre = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=True).eval()
+    post = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=False).eval()
+    post.load_state_dict(pre.state_dict())
+    x = 3 * torch.randn(2, 5, 16)
+    with torch.no_grad():
+        wrong = pf.pre_ln_normalizing_the_highway(pre, x)
+        h = pre.norm1(x)
+        h = h + pre.self_attn(h, h, h)[0]
+        torch.testing.assert_close(wrong, pre.norm2(h) + pre.ff(pre.norm2(h)))   # LN(x) + F(LN(x)), twice
+        assert not torch.allclose(wrong, pre(x), atol=1e-3) and not torch.allclose(wrong, post(x), atol=1e-3)
+
+
+def test_causal_mask_off_by_one_peeks_one_ahead_and_the_model_leaks():
+    T = 5
+    wrong = pf.causal_mask_off_by_one(T)
+    assert not torch.equal(wrong, tl.causal_mask(T))
+    assert not wrong[2, 3] and wrong[2, 4] and not tl.causal_mask(T)[2, 2]  # query 2 sees key 3, not key 4
+    torch.manual_seed(0)
+    model = tl.Transformer(20, 20, d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=2,
+                           dim_feedforward=32, dropout=0.0).eval()
+    src, tgt = torch.randint(4, 20, (1, 6)), torch.randint(4, 20, (1, 8))
+    suspect = pf.transformer_with_mask_bug(model)
+    tgt2 = tgt.clone()
+    tgt2[0, 5] = 4 + (tgt[0, 5] - 4 + 1) % 16
+    with torch.no_grad():
+        assert suspect(src, tgt).shape == model(src, tgt).shape
+        moved = (suspect(src, tgt2) - suspect(src, tgt))[0].abs().amax(-1)
+        assert (model(src, tgt2) - model(src, tgt))[0, :5].abs().max() < 1e-5
+    assert [t for t in range(5) if moved[t] > 1e-5] == [3, 4]  # one position per decoder layer
+    with pytest.raises(TypeError, match="model"):
+        pf.transformer_with_mask_bug(nn.Linear(2, 2))
+
+
+def test_position_ids_ignoring_padding_shift_a_left_padded_sentence():
+    ids = torch.tensor([[0, 0, 5, 6, 7], [5, 6, 7, 8, 9]])
+    wrong = pf.position_ids_ignoring_padding(ids, 0)
+    right = ((ids != 0).cumsum(-1) - 1).clamp(min=0)
+    assert wrong[0, 2] == 2 and right[0, 2] == 0  # the first real token: position 2 instead of 0
+    assert torch.equal(wrong[1], right[1])  # no padding: the same
+
+
+def test_micro_batch_mean_of_means_differs_from_the_token_mean_only_for_unequal_lengths():
+    torch.manual_seed(0)
+    V, PAD_ = 7, 0
+    logits = torch.randn(4, 5, V)
+    labels = torch.randint(1, V, (4, 5))
+    labels[0, 2:] = PAD_  # micro-batch 1 (rows 0-1) has fewer tokens than micro-batch 2 (rows 2-3)
+    chunks = [(logits[:2], labels[:2]), (logits[2:], labels[2:])]
+    token_mean = F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1), ignore_index=PAD_)
+    mean_of_means = sum(pf.micro_batch_loss_mean_of_means(lg, lb, PAD_, 2) for lg, lb in chunks)
+    assert not torch.allclose(mean_of_means, token_mean)
+    n = int((labels != PAD_).sum())
+    right = sum(F.cross_entropy(lg.reshape(-1, V), lb.reshape(-1), ignore_index=PAD_, reduction="sum") / n
+                for lg, lb in chunks)
+    torch.testing.assert_close(right, token_mean)
+    equal = torch.randint(1, V, (4, 5))  # no padding: equal lengths, the two agree
+    torch.testing.assert_close(sum(pf.micro_batch_loss_mean_of_means(logits[i:i + 2], equal[i:i + 2], PAD_, 2)
+                                   for i in (0, 2)),
+                               F.cross_entropy(logits.reshape(-1, V), equal.reshape(-1), ignore_index=PAD_))
+    with pytest.raises(ValueError, match="labels"):
+        pf.micro_batch_loss_mean_of_means(logits, labels[:, :3], PAD_, 2)

@@ -13,6 +13,7 @@ except under CI=true, where that is a failure.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -323,7 +324,8 @@ def test_screenshots_of_every_page(http_report):
 # to 0.90; an English page measures 0.00 to 0.02. Half is far below every translated page and far above an
 # untranslated one. The bibliography (English titles and names) and the search page (no prose) are not counted.
 MIN_CHINESE_SHARE = 0.5
-NO_PROSE = ("zh/book/references.html", "zh/search.html", "zh/genindex.html")
+NO_PROSE = ("zh/book/references.html", "zh/search.html", "zh/genindex.html",
+            "zh/book/notices.html")  # a table of software names, versions and licence identifiers, like the references
 
 
 def _editions():
@@ -473,6 +475,62 @@ def test_a_solution_folds_under_a_toggle_in_its_editions_language(browser, site,
         assert "check.exercise_5_1(" in first.locator("pre").first.inner_text()
     finally:
         ctx.close()
+
+
+def _deep_dive_page() -> tuple[str, str]:
+    """(page, id of its first deep dive's first sub-section or of the deep dive) of the first chapter with a deep dive."""
+    for page in sorted(p for p in pages() if p.startswith("notebooks/")):
+        text = (HTML / page).read_text(encoding="utf-8")
+        m = re.search(r'<section class="tl-deep-dive" id="([^"]+)"', text)
+        if m:
+            inner = re.search(r'<details class="tl-deep-dive-fold">.*?<section id="([^"]+)"', text[m.end():], re.S)
+            return page, inner[1] if inner else m[1]
+    pytest.fail("no page has a deep dive (a section headed 'Deep dive: ...', tools/chapters.py)")
+
+
+@pytest.mark.parametrize("edition, show, hide", [("", "Open this deep dive", "Close this deep dive"),
+                                                 ("zh/", "展开这段深入内容", "收起这段深入内容")])
+def test_a_deep_dive_folds_under_its_heading_and_a_link_into_it_opens_it(browser, site, edition, show, hide):
+    """A deep dive shows its heading and first paragraph; the rest is folded behind a toggle in the edition's language;
+    following a link to a section inside it opens the fold (tools/sphinx_ext/static/tl-deep-dive.js)."""
+    page_name, inner = _deep_dive_page()
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    try:
+        page.goto(f"{site}{edition}{page_name}")
+        dive = page.locator("section.tl-deep-dive").first
+        fold = dive.locator("details.tl-deep-dive-fold").first
+        assert dive.locator("h2, h3, h4").first.is_visible() and dive.locator(":scope > p").first.is_visible()
+        assert fold.get_attribute("open") is None
+        summary = fold.locator(":scope > summary")
+        assert summary.inner_text().strip() == show
+        folded = fold.locator(":scope > :not(summary)").first
+        assert not folded.is_visible()
+        summary.click()
+        assert summary.inner_text().strip() == hide and folded.is_visible()
+        page.goto(f"{site}{edition}{page_name}#{inner}")
+        page.wait_for_function("id => { const t = document.getElementById(id); const d = t && t.closest('details');"
+                               " return !d || d.open; }", arg=inner, timeout=5_000)
+    finally:
+        ctx.close()
+
+
+def test_every_chapter_folds_its_deep_dives_on_the_site():
+    """Each deep dive of a notebook (tools/chapters.py) is a folded section on its page, in both editions."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import chapters
+
+    en, zh = _editions()
+    if not zh:
+        pytest.skip("site not built")
+    for path in chapters.chapters():
+        want = len(chapters.deep_dive_heads(json.loads(path.read_text(encoding="utf-8"))))
+        for prefix in ("", "zh/"):
+            text = (HTML / prefix / "notebooks" / f"{path.stem}.html").read_text(encoding="utf-8")
+            assert text.count('<section class="tl-deep-dive"') == want, (prefix, path.stem)
+            assert text.count('<details class="tl-deep-dive-fold">') == want, (prefix, path.stem)
 
 
 def test_every_solution_of_the_chinese_edition_reads_xianshi_daan():

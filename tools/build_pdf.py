@@ -98,6 +98,7 @@ a { color: inherit; text-decoration: none; }
 .tl-pdf-cover .tl-pdf-title { font-size: 30pt; font-weight: 700; margin: 0 0 0.4em; }
 .tl-pdf-cover img { width: 40mm; margin: 0 auto 10mm; }
 .tl-pdf-cover p { font-size: 13pt; margin: 0.3em 0; }
+.tl-pdf-cover .tl-pdf-licence, .tl-pdf-cover .tl-pdf-licence p { font-size: 9pt; margin-top: 1.5em; }
 .tl-pdf-toc { break-before: page; }
 .tl-pdf-toc ol { list-style: none; padding-left: 0; }
 .tl-pdf-toc ol ol { padding-left: 1.4em; font-size: 0.92em; }
@@ -212,7 +213,8 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
                 el.decompose()
             for el in article.select(".tag_hide-input > details, .tag_remove-input > details"):
                 el.decompose()  # the source the site folds away (a figure's plotting code): its output stays
-            for details in article.select("details.hide"):  # folded solutions: printed open, without the toggle
+            # folded solutions and deep dives: printed open, without the toggle
+            for details in article.select("details.hide, details.tl-deep-dive-fold"):
                 details["open"] = ""
                 if details.summary:
                     details.summary.decompose()
@@ -261,6 +263,7 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
     lang = first_page.html.get("lang", "en")
     title = first_page.title.get_text().split("—")[-1].strip() if first_page.title else "Transformer, Step by Step"
     title = book_title(edition)
+    footer = first_page.find("div", class_="extra_footer")  # the site's footer: the licences (one source: _config.yml)
     logo = "../_static/logo.svg" if (html_root / "_static" / "logo.svg").exists() else None
     cover = ('<div class="tl-pdf-cover">'
              + (f'<img src="{logo}" alt="">' if logo else "")
@@ -268,7 +271,8 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
              f'<p>{html.escape(words["edition"])}</p>'
              f'<p>{html.escape(words["version"])} {html.escape(version())}</p>'
              f'<p style="font-size:10pt;margin-top:2em">{html.escape(words["site"].format(url=repository()))}</p>'
-             '</div>')
+             + (f'<div class="tl-pdf-licence">{footer.decode_contents()}</div>' if footer else "")
+             + '</div>')
     contents = (f'<nav class="tl-pdf-toc"><h1 id="tl-pdf-contents">{html.escape(words["contents"])}</h1>'
                 f'<ol>{"".join(toc_html)}</ol></nav>')
     doc_html = (f'<!DOCTYPE html><html lang="{lang}" data-theme="light" data-mode="light"><head><meta charset="utf-8">'

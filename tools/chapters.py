@@ -3,6 +3,8 @@
 
     python tools/chapters.py stats           # per chapter: core-path words and code lines, deep-dive words, reading time
     python tools/chapters.py fold [NB ...]   # set the metadata that folds the deep dives in JupyterLab and Colab
+    python tools/chapters.py header          # write the line under each chapter's title (both editions): reading time,
+                                             # running time (benchmarks/notebooks.json, `make bench`), what it assumes
 
 **Deep dives.** A detour (history, a variant, a numerical aside) is a *deep dive*: a section whose heading starts
 with ``Deep dive:`` (``深入：`` in the Chinese edition), written as one markdown cell that holds the heading and one
@@ -113,7 +115,7 @@ def code_lines(text: str) -> int:
 def stats(nb: dict) -> dict:
     core_words = core_code = dive_words = dive_code = 0
     for cell, where in zip(nb["cells"], sections(nb)):
-        if where["skipped"] or where["hidden"]:
+        if where["skipped"] or where["hidden"] or HEADER_TAG in cell.get("metadata", {}).get("tags", []):
             continue
         text = source(cell)
         if cell["cell_type"] == "markdown":
@@ -166,6 +168,114 @@ def fold(nb: dict) -> bool:
     return json.dumps(nb, sort_keys=True) != before
 
 
+# What each chapter assumes the reader has read (by the part of its file name after the number; the order of the
+# book is _toc.yml's). Empty: only the prerequisites of the introduction.
+ASSUMES = {
+    "why_transformers": [],
+    "tokens_and_embeddings": [],
+    "positional_encoding": ["tokens_and_embeddings"],
+    "self_attention": ["tokens_and_embeddings", "positional_encoding"],
+    "multi_head_attention": ["self_attention"],
+    "add_norm_ffn": ["self_attention", "multi_head_attention"],
+    "batchnorm_vs_layernorm": ["add_norm_ffn"],
+    "masking": ["self_attention", "multi_head_attention"],
+    "encoder": ["positional_encoding", "multi_head_attention", "add_norm_ffn", "masking"],
+    "decoder": ["masking", "encoder"],
+    "training": ["decoder"],
+    "pre_ln_vs_post_ln": ["add_norm_ffn", "training"],
+    "inference": ["decoder", "training"],
+    "capstone_translator": ["training", "inference"],
+    "real_sentences": ["capstone_translator"],
+    "bert_and_gpt": ["encoder", "decoder", "training"],
+    "since_2017": ["inference", "bert_and_gpt"],
+    "vision": ["encoder"],
+    "pitfalls": ["masking", "encoder", "decoder", "training"],
+}
+HEADER_TAG = "chapter-meta"
+TIMES = ROOT / "benchmarks" / "notebooks.json"   # seconds per chapter on 2 cores (benchmarks/run.py --only notebooks)
+
+
+def slug(stem: str) -> str:
+    """'08_masking' -> 'masking'; 'appendix_a_vision' -> 'vision'; '13b_real_sentences' -> 'real_sentences'."""
+    return re.sub(r"^(appendix_[a-z]_|\d+[a-z]?_)", "", stem)
+
+
+def label(stem: str, zh: bool) -> str:
+    """'08_masking' -> 'chapter 8' / '第 8 章'; 'appendix_c_pitfalls' -> 'appendix C' / '附录 C'."""
+    if m := re.match(r"appendix_([a-z])_", stem):
+        return f"附录 {m[1].upper()}" if zh else f"appendix {m[1].upper()}"
+    number = re.match(r"(\d+)([a-z]?)_", stem)
+    n = f"{int(number[1])}{number[2]}"
+    return f"第 {n} 章" if zh else f"chapter {n}"
+
+
+def _join(items: list[str], zh: bool) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ("、".join(items[:-1]) + "和" + items[-1]) if zh else (", ".join(items[:-1]) + " and " + items[-1])
+
+
+def header_line(stem: str, nb: dict, seconds: float, zh: bool = False) -> str:
+    """The line under a chapter's title, in English or Chinese (one paragraph: one message of the catalog)."""
+    s = stats(nb)
+    stems = {slug(p.stem): p.stem for p in chapters()}
+    needs = [stems[k] for k in ASSUMES[slug(stem)]]
+    links = [f"[{label(n, zh)}]({n}.ipynb)" for n in needs]
+    run = max(5, 5 * round(seconds / 5))
+    if zh:
+        assumes = _join(links, True) if links else "只需[引言](../book/intro.md#prerequisites)列出的预备知识"
+        dives = f"，深入内容另需约 {s['deep_dive_minutes']} 分钟" if s["deep_dives"] else ""
+        return (f"*阅读时间*：主线约 {s['reading_minutes']} 分钟{dives}。*运行时间*：在 2 核 CPU 上约 {run} 秒。"
+                f"*前置章节*：{assumes}。")
+    assumes = _join(links, False) if links else "only the [prerequisites](../book/intro.md#prerequisites) of the introduction"
+    dives = f", plus about {s['deep_dive_minutes']} min for the deep dives" if s["deep_dives"] else ""
+    return (f"*Reading time:* about {s['reading_minutes']} min for the main path ({s['core_words']:,} words, "
+            f"{s['core_code_lines']} lines of code){dives}. *Running time:* about {run} s on 2 cores. "
+            f"*Assumes:* {assumes}.")
+
+
+def header_cell(nb: dict) -> dict | None:
+    return next((c for c in nb["cells"] if HEADER_TAG in c.get("metadata", {}).get("tags", [])), None)
+
+
+def set_header(stem: str, nb: dict, seconds: float) -> bool:
+    """Put (or update) the line as the chapter's second cell; return whether it changed."""
+    cell = header_cell(nb)
+    if cell is None:
+        cell = {"cell_type": "markdown", "id": f"{slug(stem)[:20]}-meta", "metadata": {"tags": [HEADER_TAG]},
+                "source": []}
+        nb["cells"].insert(1, cell)
+    line = header_line(stem, nb, seconds)
+    if source(cell) == line:
+        return False
+    cell["source"] = [line]
+    return True
+
+
+def chinese_headers(catalogs: Path) -> int:
+    """Fill each chapter's catalog with its Chinese line (after tools/i18n.py update made the English one a message)."""
+    import polib
+
+    times, filled = json.loads(TIMES.read_text(encoding="utf-8"))["seconds"], 0
+    for path in chapters():
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        cell = header_cell(nb)
+        po_path = catalogs / "notebooks" / f"{path.stem}.po"
+        if cell is None or not po_path.exists():
+            continue
+        po = polib.pofile(str(po_path))
+        entry = po.find(source(cell))
+        chinese = header_line(path.stem, nb, times[path.stem], zh=True)
+        if entry is not None and (entry.msgstr != chinese or "fuzzy" in entry.flags):
+            entry.msgstr = chinese
+            if "fuzzy" in entry.flags:
+                entry.flags.remove("fuzzy")
+            entry.previous_msgid = None
+            po.save()
+            filled += 1
+    return filled
+
+
 def chapters() -> list[Path]:
     return sorted(NOTEBOOKS.glob("*.ipynb"))
 
@@ -176,7 +286,7 @@ def write(path: Path, nb: dict) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["stats", "fold"])
+    parser.add_argument("command", choices=["stats", "fold", "header"])
     parser.add_argument("notebooks", nargs="*", type=Path)
     args = parser.parse_args(argv)
     paths = args.notebooks or chapters()
@@ -187,6 +297,25 @@ def main(argv=None) -> int:
             flag = "  > budget" if s["core_words"] > CORE_WORDS_BUDGET else ""
             print(f"{p.stem:34} {s['core_words']:>10,} {s['core_code_lines']:>5} {s['deep_dives']:>5} "
                   f"{s['deep_dive_words']:>10,} {s['reading_minutes']:>8}{flag}")
+    elif args.command == "header":
+        import subprocess
+
+        times = json.loads(TIMES.read_text(encoding="utf-8"))["seconds"]
+        missing = [p.stem for p in paths if p.stem not in times]
+        if missing:
+            sys.exit(f"no running time for {missing} in {TIMES.relative_to(ROOT)}: run benchmarks/run.py --only notebooks")
+        for p in paths:
+            nb = json.loads(p.read_text(encoding="utf-8"))
+            if set_header(p.stem, nb, times[p.stem]):
+                write(p, nb)
+                print(f"wrote the line under the title of {p.relative_to(ROOT)}")
+        i18n = [sys.executable, str(ROOT / "tools" / "i18n.py")]
+        subprocess.run(i18n + ["update"], check=True)
+        sys.path.insert(0, str(ROOT / "tools"))
+        from i18n import CATALOGS
+
+        print(f"{chinese_headers(CATALOGS)} Chinese line(s) written into the catalogs")
+        subprocess.run(i18n + ["notebooks"], check=True)
     else:
         for p in paths:
             nb = json.loads(p.read_text(encoding="utf-8"))

@@ -47,7 +47,8 @@ FOOTER = ('文字和图：<a href="https://creativecommons.org/licenses/by-sa/4.
 # the others myst-nb's defaults). The one table: notebooks/zh/ get the solutions' (chinese_notebook), the Chinese
 # site all of them (build_edition -> tl_code_prompts, tools/sphinx_ext/tl_book.py). The prose says 显示答案.
 CODE_PROMPTS = {"Show solution": "显示答案", "Hide solution": "隐藏答案",
-                "Show code cell source": "显示代码", "Hide code cell source": "隐藏代码"}
+                "Show code cell source": "显示代码", "Hide code cell source": "隐藏代码",
+                "Open this deep dive": "展开这段深入内容", "Close this deep dive": "收起这段深入内容"}
 # A solution's first line, its title in Colab (which folds a cell as a form with a title; Jupyter ignores it)
 COLAB_TITLES = {"#@title Solution": "#@title 答案"}
 

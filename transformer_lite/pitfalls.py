@@ -14,6 +14,12 @@ shows the difference (``tests/test_pitfalls.py`` checks that every one of them d
     causal_mask_keep_convention_misread      transformer_lite.causal_mask
     causal_mask_including_diagonal           transformer_lite.causal_mask
     labels_not_shifted                       transformer_lite.training.teacher_forcing
+    layer_norm_over_positions                transformer_lite.layer_norm (chapter 6's bug hunt)
+    pre_ln_normalizing_the_highway           transformer_lite.EncoderLayer(norm_first=True) (chapter 7's)
+    causal_mask_off_by_one                   transformer_lite.causal_mask
+    transformer_with_mask_bug                transformer_lite.Transformer.forward
+    position_ids_ignoring_padding            (ids != pad_id).cumsum(-1) - 1, for left padding
+    micro_batch_loss_mean_of_means           sum of token losses / tokens in the whole accumulated batch
     encode_split_on_spaces                   Vocab.encode of the tokenizer's tokens (chapter 1)
 """
 from __future__ import annotations
@@ -21,8 +27,9 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
-from ._checks import check_positive_int, check_tensor
+from ._checks import check_int, check_positive_int, check_tensor, check_token_ids
 
 
 def layer_norm_unbiased_eps_outside(x: torch.Tensor, weight: torch.Tensor | None = None,
@@ -147,6 +154,106 @@ def labels_not_shifted(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """
     check_tensor("tgt", tgt, ndim=2)
     return tgt, tgt
+
+
+def layer_norm_over_positions(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """WRONG: a LayerNorm that takes its statistics over ``dim=1`` of a (B, T, D) batch instead of ``dim=-1``.
+
+    Code written for a (B, D, T) layout, or a ``dim=1`` that should have been ``dim=-1``: each feature is
+    normalized over the positions of its own sentence. A token's output then depends on the other tokens
+    of its sentence and on how much padding the sentence has (not on the other sentences of the batch).
+    Right: ``transformer_lite.layer_norm`` (statistics over the last axis).
+    """
+    check_tensor("x", x, ndim=3)
+    mean = x.mean(dim=1, keepdim=True)                      # (B, 1, D): over the positions -- the bug
+    var = x.var(dim=1, keepdim=True, correction=0)
+    return (x - mean) / torch.sqrt(var + eps)
+
+
+def pre_ln_normalizing_the_highway(layer, x: torch.Tensor) -> torch.Tensor:
+    """WRONG Pre-LN: ``x = norm1(x); x = x + self_attn(x)`` -- the normalized copy replaces the highway.
+
+    ``layer`` is a ``transformer_lite.EncoderLayer`` (its ``norm1``, ``self_attn``, ``norm2``, ``ff`` are used).
+    The block computes LN(x) + F(LN(x)): the residual highway is normalized at every sub-layer, so it
+    neither keeps its input (as Pre-LN's does) nor ends normalized (as Post-LN's does). Right:
+    ``x + F(LN(x))``, ``EncoderLayer(..., norm_first=True)``.
+    """
+    check_tensor("x", x, ndim=3)
+    for name in ("norm1", "self_attn", "norm2", "ff"):
+        if not hasattr(layer, name):
+            raise TypeError(f"layer must be a transformer_lite.EncoderLayer (with .{name}), got {type(layer).__name__}")
+    x = layer.norm1(x)                                      # the bug: the highway itself is replaced
+    x = x + layer.self_attn(x, x, x)[0]
+    x = layer.norm2(x)
+    return x + layer.ff(x)
+
+
+def causal_mask_off_by_one(T: int) -> torch.Tensor:
+    """WRONG: ``triu(..., diagonal=2)``: each position may also attend to the *next* one.
+
+    The mask still looks triangular, and position ``T - 1`` is right; every other position peeks one
+    token ahead, so a decoder trained with it can copy its next label. Right: ``diagonal=1``
+    (``transformer_lite.causal_mask``). Shape: (T, T) bool, ``True`` = blocked.
+    """
+    check_positive_int("T", T)
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=2)
+
+
+def transformer_with_mask_bug(model):
+    """WRONG: ``model``'s forward pass (src, tgt) -> logits, with one line of the decoder's mask changed.
+
+    The same weights and the same padding masks as ``model(src, tgt)``; the causal mask is
+    :func:`causal_mask_off_by_one`. Chapter 8's bug hunt: its leak test finds which positions peek.
+    """
+    from .model import Transformer  # a local import: model.py does not import this module
+    from .masks import padding_mask
+
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a transformer_lite.Transformer, got {type(model).__name__}")
+
+    def forward(src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        check_token_ids("tgt", tgt, model.tgt_vocab_size)
+        memory = model.encode(src)
+        x = model.tgt_pos(model.tgt_embed(tgt))  # (B, T, D)
+        h = model.decoder(x, memory, tgt_mask=causal_mask_off_by_one(tgt.shape[1]).to(tgt.device),
+                          tgt_key_padding_mask=padding_mask(tgt, model.pad_id),
+                          memory_key_padding_mask=padding_mask(src, model.pad_id))
+        return model.output_projection(h)  # (B, T, V)
+
+    return forward
+
+
+def position_ids_ignoring_padding(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """WRONG for left padding: positions 0, 1, 2, ... counted from the first column, pads included.
+
+    With padding on the left, a sentence's first real token then sits at position (number of pads),
+    not 0, so the same sentence gets different positional vectors in different batches -- even though
+    the padding mask hides the pads. Right: count only real tokens, ``(ids != pad_id).cumsum(-1) - 1``
+    (clamped at 0 on the pads). Shape: ids (B, L) -> (B, L) long.
+    """
+    check_token_ids("ids", ids)
+    check_int("pad_id", pad_id)
+    return torch.arange(ids.shape[1], device=ids.device).expand(ids.shape)
+
+
+def micro_batch_loss_mean_of_means(logits: torch.Tensor, labels: torch.Tensor, pad_id: int,
+                                   num_micro_batches: int) -> torch.Tensor:
+    """WRONG under gradient accumulation: this micro-batch's *token mean* divided by the number of micro-batches.
+
+    Summed over the micro-batches this is the mean of the micro-batches' means, which equals the mean
+    over all tokens only when every micro-batch has the same number of (non-pad) tokens; otherwise a
+    token in a short micro-batch weighs more. Right: ``cross_entropy(..., reduction="sum") / n_tokens``
+    with ``n_tokens`` the non-pad tokens of the whole accumulated batch.
+    Shape: logits (B, T, V), labels (B, T) -> a scalar.
+    """
+    check_tensor("logits", logits, ndim=3)
+    check_token_ids("labels", labels)
+    check_int("pad_id", pad_id)
+    check_positive_int("num_micro_batches", num_micro_batches)
+    if labels.shape != logits.shape[:2]:
+        raise ValueError(f"labels must have shape {tuple(logits.shape[:2])}, got {tuple(labels.shape)}")
+    mean = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=pad_id)
+    return mean / num_micro_batches
 
 
 def encode_split_on_spaces(vocab, text: str) -> list[int]:

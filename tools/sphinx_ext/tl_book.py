@@ -47,6 +47,54 @@ def convert(app, doctree) -> None:
         quote.replace_self(box)
 
 
+# ---------------------------------------------------------------- deep dives (tools/chapters.py)
+
+# A section whose title starts with one of these is a deep dive: its title and first paragraph show, the rest folds.
+DEEP_DIVE = ("Deep dive:", "深入：")
+DEEP_DIVE_PROMPTS = ("Open this deep dive", "Close this deep dive")  # translated by tl_code_prompts (tools/i18n.py)
+
+
+class deep_dive_fold(nodes.General, nodes.Element):
+    """The folded part of a deep dive: a <details> on the site (the PDF prints it open, tools/build_pdf.py)."""
+
+
+def fold_deep_dives(app, doctree) -> None:
+    """A deep dive, as JupyterLab and Colab collapse it under its heading (tools/chapters.py): everything after the
+    section's title and its first paragraph goes into one fold. Sub-sections fold with it."""
+    for section in list(doctree.findall(nodes.section)):
+        title = section.children[0] if section.children else None
+        if not isinstance(title, nodes.title) or not title.astext().strip().startswith(DEEP_DIVE):
+            continue
+        keep = 2 if len(section.children) > 1 and isinstance(section.children[1], nodes.paragraph) else 1
+        rest = section.children[keep:]
+        if not rest:
+            continue
+        section["classes"].append("tl-deep-dive")
+        fold = deep_dive_fold()
+        for child in rest:
+            section.remove(child)
+        fold.extend(rest)
+        section += fold
+
+
+def visit_deep_dive_fold(self, node) -> None:
+    prompts = self.config.tl_code_prompts or {}
+    show, hide = (prompts.get(t, t) for t in DEEP_DIVE_PROMPTS)
+    from html import escape
+
+    self.body.append(f'<details class="tl-deep-dive-fold">\n<summary>'
+                     f'<span class="tl-when-closed">{escape(show)}</span>'
+                     f'<span class="tl-when-open">{escape(hide)}</span></summary>\n')
+
+
+def depart_deep_dive_fold(self, node) -> None:
+    self.body.append("</details>\n")
+
+
+def _skip(self, node) -> None:
+    pass
+
+
 # ---------------------------------------------------------------- accessibility (axe-core, WCAG 2.1 A/AA)
 
 def visit_citation(self, node) -> None:
@@ -218,6 +266,10 @@ def setup(app):
     from myst_nb.sphinx_ import HideCodeCellNode
 
     app.connect("doctree-read", convert)
+    app.connect("doctree-read", fold_deep_dives)
+    app.add_node(deep_dive_fold, html=(visit_deep_dive_fold, depart_deep_dive_fold),
+                 latex=(_skip, _skip), text=(_skip, _skip), man=(_skip, _skip), texinfo=(_skip, _skip))
+    app.add_js_file("tl-deep-dive.js", loading_method="defer")
     app.connect("doctree-read", translate_toctree_captions)
     app.connect("html-page-context", chinese_launch_links, priority=900)  # after sphinx-book-theme's (501)
     app.connect("build-finished", chinese_notebook_downloads)

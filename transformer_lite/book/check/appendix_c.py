@@ -1,95 +1,113 @@
 """Checks of appendix C's exercises (pitfalls)."""
 from __future__ import annotations
 
-import math
-
 import torch
+import torch.nn.functional as F
 
 import transformer_lite as tl
 
-from . import Wrong, call, exercise, number
+from . import Wrong, call, close, exercise
 
-_DS = (2, 4, 64, 512)
+PAD = 0
 
 
-@exercise("C.1", wrong=[lambda: (lambda D: math.sqrt(D / (D - 1)),),   # upside down
-                        lambda: (lambda D: (D - 1) / D,),              # the ratio of variances, not of outputs
-                        lambda: (lambda D: 1.0,)])
-def exercise_C_1(my_factor):
-    from transformer_lite import pitfalls
-
+def _accumulated_grad(micro_batch_loss, pad_id=PAD):
+    """The gradient of the logits after accumulating micro_batch_loss over two micro-batches of unequal lengths,
+    and the gradient of the whole batch's token mean (the reference)."""
     g = torch.Generator().manual_seed(0)
-    for D in _DS:
-        c = call(my_factor, D, name="my_factor(D)")
-        x = torch.randn(16, D, generator=g)
-        measured = (pitfalls.layer_norm_unbiased_eps_outside(x, eps=0.0) / tl.layer_norm(x, eps=0.0)).mean().item()
-        number(c, measured, f"my_factor({D})", rel=1e-4,
-               hint="x.std() divides by D − 1; the right LayerNorm divides by D. Compare the two standard deviations, "
-                    "and remember the output is divided by them (a ratio of square roots).")
-    return "wrong LayerNorm = right LayerNorm × sqrt((D − 1)/D), checked for D = 2, 4, 64, 512."
+    V = 7
+    logits = torch.randn(4, 6, V, generator=g)
+    labels = torch.randint(1, V, (4, 6), generator=g)
+    labels[:2, 2:] = pad_id  # micro-batch 1: two sentences of 2 tokens; micro-batch 2: two of 6
+    n_tokens = int((labels != pad_id).sum())
+    acc = logits.clone().requires_grad_()
+    for rows in (slice(0, 2), slice(2, 4)):
+        loss = micro_batch_loss(acc[rows], labels[rows].clone(), pad_id, n_tokens)
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            raise Wrong(f"my_micro_batch_loss should return a scalar tensor, got "
+                        f"{type(loss).__name__ if not isinstance(loss, torch.Tensor) else tuple(loss.shape)}.")
+        if not loss.requires_grad:
+            raise Wrong("my_micro_batch_loss's result has no gradient: compute it from logits with torch operations.")
+        loss.backward()  # gradients add up across micro-batches, as in gradient accumulation
+    ref = logits.clone().requires_grad_()
+    F.cross_entropy(ref.reshape(-1, V), labels.reshape(-1), ignore_index=pad_id).backward()
+    return acc.grad, ref.grad
 
 
-def _invisible_pairs():
-    pairs = []
-    for H in range(1, 5):
-        for T in range(1, 5):
-            hx = torch.arange(H * T * 3, dtype=torch.float32).view(1, H, T, 3)
-            from transformer_lite import pitfalls
-            if torch.equal(tl.merge_heads(hx), pitfalls.merge_heads_without_transpose(hx)):
-                pairs.append((H, T))
-    return pairs
+def _micro_loss_from(function):
+    def run(logits, labels, pad_id, n_tokens):
+        return call(function, logits, labels, pad_id, n_tokens, name="my_micro_batch_loss(logits, labels, pad_id, n_tokens)")
+    return run
 
 
-@exercise("C.2", wrong=[lambda: ([(1, 1)],),
-                        lambda: ([(h, t) for h in range(1, 5) for t in range(1, 5)],),
-                        lambda: ([(h, 1) for h in range(1, 5)],)])
-def exercise_C_2(my_pairs):
-    try:
-        given = {tuple(int(v) for v in p) for p in my_pairs}
-    except (TypeError, ValueError):
-        raise Wrong(f"my_pairs should be a list of (H, T) pairs of ints, got {my_pairs!r}.") from None
-    expected = set(_invisible_pairs())
-    if given != expected:
-        missing, extra = sorted(expected - given), sorted(given - expected)
-        raise Wrong(f"{len(missing)} pair(s) missing and {len(extra)} pair(s) that do differ in your list "
-                    f"(H and T from 1 to 4: 16 combinations).",
-                    hint="compare tl.merge_heads and pitfalls.merge_heads_without_transpose with torch.equal for "
-                         "every H, T in 1..4; then think about which transposes move nothing in memory.")
-    return f"the wrong merge is invisible exactly when H = 1 or T = 1 ({len(expected)} of 16 combinations)."
+@exercise("C.1", wrong=[lambda: (lambda lg, lb, pad, n: F.cross_entropy(lg.reshape(-1, lg.shape[-1]), lb.reshape(-1),
+                                                                      ignore_index=pad) / 2,),   # the mean of means
+                        lambda: (lambda lg, lb, pad, n: F.cross_entropy(lg.reshape(-1, lg.shape[-1]), lb.reshape(-1),
+                                                                      ignore_index=pad, reduction="sum") / lb.numel(),),
+                        lambda: (lambda lg, lb, pad, n: F.cross_entropy(lg.reshape(-1, lg.shape[-1]), lb.reshape(-1),
+                                                                      reduction="sum") / n,)])     # pads counted
+def exercise_C_1(my_micro_batch_loss):
+    got, expected = _accumulated_grad(_micro_loss_from(my_micro_batch_loss))
+    close(got, expected, "the accumulated gradient", atol=1e-6, rtol=1e-5,
+          hint="every non-pad token of the whole batch must weigh 1 / n_tokens: sum this micro-batch's token losses "
+               "(reduction='sum', ignore_index=pad_id) and divide by n_tokens, the non-pad tokens of ALL micro-batches.")
+    return ("two micro-batches of unequal lengths, accumulated with your loss, give exactly the gradient of the whole "
+            "batch's token mean.")
 
 
-@exercise("C.3", wrong=[lambda: (lambda keep: keep.bool(),),        # 1 = keep read as True = blocked
-                        lambda: (lambda keep: keep == 1,),
-                        lambda: (lambda keep: torch.triu(torch.ones_like(keep, dtype=torch.bool)),)])
-def exercise_C_3(my_keep_to_bool):
-    g = torch.Generator().manual_seed(0)
-    masks = [torch.tril(torch.ones(6, 6)), (torch.rand(3, 5, generator=g) > 0.5).float()]
-    for keep in masks:
-        out = call(my_keep_to_bool, keep.clone(), name="my_keep_to_bool(keep)")
-        if not isinstance(out, torch.Tensor) or out.dtype != torch.bool:
-            raise Wrong(f"my_keep_to_bool should return a bool tensor (True = blocked), got "
-                        f"{type(out).__name__ if not isinstance(out, torch.Tensor) else out.dtype}.")
-        if out.shape != keep.shape:
-            raise Wrong(f"my_keep_to_bool(keep) should keep the shape {tuple(keep.shape)}, got {tuple(out.shape)}.")
-        if not torch.equal(out, tl.keep_to_bool(keep.long())):
-            raise Wrong("your mask blocks the wrong positions.",
-                        hint="in the tutorial's mask 1 means 'may attend'; in nn.MultiheadAttention and this book "
-                             "True means 'may NOT attend'. The conversion is a negation.")
-    q = torch.randn(2, 6, 8, generator=g)
-    out, _ = tl.scaled_dot_product_attention(q, q, q, attn_mask=call(my_keep_to_bool, torch.tril(torch.ones(6, 6))))
-    ref, _ = tl.scaled_dot_product_attention(q, q, q, attn_mask=tl.causal_mask(6))
-    if not torch.allclose(out, ref):
-        raise Wrong("with your mask the attention is not causal.")
-    return "your conversion turns the tutorial's tril mask into tl.causal_mask (and works on any 1 = keep mask)."
+def _expected_positions(ids, pad_id):
+    return ((ids != pad_id).cumsum(-1) - 1).clamp(min=0)
 
 
-@exercise("C.4", wrong=[lambda: (0.99,), lambda: (0.1,), lambda: (0.9,)])
-def exercise_C_4(my_momentum):
-    number(my_momentum, 0.01, "my_momentum", rel=1e-6, abs_=1e-9,
-           hint="Keras: running = momentum·running + (1 − momentum)·batch. PyTorch: running = (1 − momentum)·running "
-                "+ momentum·batch. Match the weight each gives the NEW batch.")
-    bn = torch.nn.BatchNorm1d(2, momentum=float(my_momentum))
-    x = torch.randn(8, 2, generator=torch.Generator().manual_seed(0))
-    bn(x)
-    torch.testing.assert_close(bn.running_mean, 0.99 * torch.zeros(2) + 0.01 * x.mean(0))
-    return "PyTorch's momentum = 1 − Keras' momentum: nn.BatchNorm1d(momentum=0.01) updates like Keras' 0.99."
+@exercise("C.2", wrong=[lambda: (lambda ids, pad: torch.arange(ids.shape[1]).expand(ids.shape),),   # pads counted
+                        lambda: (lambda ids, pad: (ids != pad).cumsum(-1),),                      # starts at 1
+                        lambda: (lambda ids, pad: (ids == pad).cumsum(-1),)])
+def exercise_C_2(my_position_ids):
+    ids = torch.tensor([[PAD, PAD, 5, 6, 7], [PAD, 8, 9, 10, 11], [5, 6, 7, 8, 9]])  # left padding, 2, 1 and 0 pads
+    got = call(my_position_ids, ids.clone(), PAD, name="my_position_ids(ids, pad_id)")
+    if not isinstance(got, torch.Tensor) or got.shape != ids.shape:
+        raise Wrong(f"my_position_ids(ids, pad_id) should be a tensor of shape {tuple(ids.shape)}, got "
+                    f"{tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__}.")
+    real = ids != PAD
+    if not torch.equal(got[real].long(), _expected_positions(ids, PAD)[real]):
+        raise Wrong("the real tokens do not get the positions 0, 1, 2, ... counted from each sentence's first real token.",
+                    hint="count only the real tokens: a running count of (ids != pad_id) along the sequence, minus one.")
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = tl.Transformer(20, 20, d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=1,
+                               dim_feedforward=32, dropout=0.0).eval()
+    pe = tl.sinusoidal_positional_encoding(16, 16)
+    pos = got.long().clamp(0, 15)
+    with torch.no_grad():
+        x = model.src_embed(ids) + pe[pos]
+        left = model.encoder(x, src_key_padding_mask=tl.padding_mask(ids, PAD))
+        alone = model.encode(ids[:1, 2:])
+    torch.testing.assert_close(left[:1, 2:], alone)
+    return "with your position ids, a left-padded sentence is encoded exactly as the sentence alone."
+
+
+def _attention_cases():
+    """(name, attention (B, T, D) -> (B, T, D), whether it mixes the sentences of a batch)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        default = torch.nn.MultiheadAttention(8, 2)  # batch_first=False
+        first = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+        ours = tl.MultiHeadAttention(8, 2).eval()
+    return [("nn.MultiheadAttention(8, 2)", lambda x: default(x, x, x)[0], True),
+            ("nn.MultiheadAttention(8, 2, batch_first=True)", lambda x: first(x, x, x)[0], False),
+            ("tl.MultiHeadAttention(8, 2)", lambda x: ours(x, x, x)[0], False)]
+
+
+@exercise("C.3", wrong=[lambda: (lambda attn: True,), lambda: (lambda attn: False,),
+                        lambda: (lambda attn: attn(torch.randn(2, 3, 8)).shape != (2, 3, 8),)])   # shapes say nothing
+def exercise_C_3(my_mixes_batch):
+    for name, attn, mixes in _attention_cases():
+        with torch.no_grad():
+            got = call(my_mixes_batch, attn, name="my_mixes_batch(attention)")
+        if not isinstance(got, bool) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
+            raise Wrong(f"my_mixes_batch should return True or False, got {type(got).__name__}.")
+        if bool(got) != mixes:
+            raise Wrong(f"for {name} your test says {bool(got)}, but it {'does' if mixes else 'does not'} mix the "
+                        f"sentences of a batch.",
+                        hint="feed a (B, T, D) batch, change only sentence 1, and see whether sentence 0's output moves.")
+    return "your behavioural test tells the default nn.MultiheadAttention (mixes) from batch_first=True and tl's (do not)."

@@ -116,35 +116,43 @@ def exercise_6_3(my_padded_variance):
     return "your formula matches the variance of real values plus constant padding in all four cases."
 
 
-# ---- 6.4 Momentum conventions --------------------------------------------------------------------------------
+# ---- 6.4 Bug hunt: a norm with the wrong axis ------------------------------------------------------------------
 
-def _batches_to_one_percent(keep_per_batch):
-    k, remaining = 0, 1.0
-    while remaining > 0.01:
-        remaining *= keep_per_batch
-        k += 1
-    return k
+_AXES = {"batch": "batch", "b": "batch", "sentences": "batch",
+         "positions": "positions", "position": "positions", "t": "positions", "time": "positions",
+         "tokens": "positions", "sequence": "positions",
+         "features": "features", "feature": "features", "d": "features"}
 
 
-def _close_to(answer, value):
-    try:
-        return abs(float(answer) - value) < 0.5
-    except (TypeError, ValueError):
-        return False
+@exercise("6.4", wrong=[lambda: ("batch",), lambda: ("features",), lambda: ("everything",)])
+def exercise_6_4(my_axis):
+    from ...pitfalls import layer_norm_over_positions
 
-
-@exercise("6.4", wrong=[lambda: (44, 1), lambda: (2, 1), lambda: (43, 458)])
-def exercise_6_4(k_pytorch, k_keras):
-    pytorch_momentum, keras_momentum = torch.nn.BatchNorm1d(1).momentum, 0.99
-    k_torch = _batches_to_one_percent(1 - pytorch_momentum)          # PyTorch keeps (1 − momentum) of the old value
-    k_tf = _batches_to_one_percent(keras_momentum)                   # Keras keeps momentum of the old value
-    swapped = "PyTorch and Keras use opposite conventions: PyTorch's momentum (0.1) is the weight of the NEW batch, " \
-              "Keras' momentum (0.99) the weight kept on the OLD running value. "
-    count = "Find the smallest whole k with keep**k <= 0.01, e.g. math.ceil(math.log(0.01) / math.log(keep))."
-    for answer, expected, name, confused in [(k_pytorch, k_torch, "k_pytorch", 2), (k_keras, k_tf, "k_keras", 1)]:
-        number(answer, expected, name, rel=0, abs_=0.5,
-               hint=(swapped if _close_to(answer, confused) else "") + count)
-    return "right: PyTorch's default forgets its start in a few dozen batches, Keras' default needs hundreds."
+    if not isinstance(my_axis, str):
+        raise Wrong(f"my_axis should be a string, got {type(my_axis).__name__}.",
+                    'Answer with one of "batch", "positions" or "features".')
+    answer = _AXES.get(my_axis.strip().lower())
+    if answer is None:
+        raise Wrong(f"{my_axis!r} is not one of the three axes.", 'Answer "batch", "positions" or "features".')
+    # the diagnosis, measured again: the suspect ignores the other sentences but not its own sentence's padding
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(2, 3, 4, generator=g) * 2 + 1
+    other = x.clone()
+    other[1] += 3.0
+    longer = torch.cat([x, torch.zeros(2, 2, 4)], dim=1)
+    by_batch = (layer_norm_over_positions(other)[0] - layer_norm_over_positions(x)[0]).abs().max() > 1e-4
+    by_padding = (layer_norm_over_positions(longer)[:, :3] - layer_norm_over_positions(x)).abs().max() > 1e-4
+    assert by_padding and not by_batch
+    if answer == "batch":
+        raise Wrong("a token's output does not change when the OTHER sentence of the batch changes, so the "
+                    "statistics do not run over the batch.",
+                    "Now pad the suspect's batch with more positions (pad_to(5)) and compare sentence 0's outputs.")
+    if answer == "features":
+        raise Wrong("over the features is what LayerNorm does, and LayerNorm's outputs do not move with padding; "
+                    "the suspect's do.", "Run the padding test: pad_to(3) against pad_to(5), sentence 0's first "
+                                         "three positions.")
+    return ("right: padding its own sentence moves a token's output, other sentences do not, so each feature is "
+            "normalized over the positions of its sentence (dim=1 where LayerNorm uses dim=-1).")
 
 
 # ---- 6.5 Per-time-step BatchNorm ------------------------------------------------------------------------------

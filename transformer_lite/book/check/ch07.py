@@ -102,16 +102,34 @@ def exercise_7_3(my_steps):
     return "right: Adam's first step moves every parameter by about lr, against its gradient's sign."
 
 
-# ---- 7.4 The paper's warm-up, in numbers -----------------------------------------------------------------------
+# ---- 7.4 Bug hunt: a Pre-LN layer that normalizes its highway ----------------------------------------------------
 
-@exercise("7.4", wrong=[lambda: (4000 ** -0.5, 4000 ** -1.5),                       # d_model^-0.5 forgotten
-                        lambda: (512 ** -0.5, 512 ** -0.5 * 4000 ** -1.5),          # peak read off step 1
-                        lambda: (512 ** -0.5 * 4000 ** -0.5, 0.0)])                 # ramp starting at exactly 0
-def exercise_7_4(my_peak, my_first):
-    peak = max(tl.training.noam_lr(s, 512, 4000) for s in (3999, 4000, 4001))
-    first = tl.training.noam_lr(1, 512, 4000)
-    number(my_peak, peak, "my_peak", rel=1e-3,
-           hint="lrate = d_model^−0.5 · min(step^−0.5, step · warmup^−1.5): the two terms meet at step = warmup_steps.")
-    number(my_first, first, "my_first", rel=1e-3, abs_=1e-12,
-           hint="Steps are counted from 1; at step 1 the warm-up term step · warmup^−1.5 is the smaller one.")
-    return "right: the paper's rate climbs from about 1.7e-7 to about 7e-4 over 4,000 steps, then decays."
+_FORMULAS = {"a": "x + F(LN(x))", "b": "LN(x) + F(LN(x))", "c": "LN(x + F(x))"}
+
+
+@exercise("7.4", wrong=[lambda: ("a",), lambda: ("c",), lambda: ("d",)])
+def exercise_7_4(my_formula):
+    from ...pitfalls import pre_ln_normalizing_the_highway
+
+    if not isinstance(my_formula, str) or my_formula.strip().lower().strip("()\"'") not in _FORMULAS:
+        raise Wrong(f"my_formula should be one of \"a\", \"b\", \"c\", got {my_formula!r}.",
+                    "a: x + F(LN(x)) (Pre-LN), b: LN(x) + F(LN(x)), c: LN(x + F(x)) (Post-LN).")
+    answer = my_formula.strip().lower().strip("()\"'")
+    # the diagnosis, measured again with one layer's weights in both orders
+    with torch.random.fork_rng():                          # leave the reader's random state alone
+        torch.manual_seed(7)
+        pre = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=True).eval()
+        post = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=False).eval()
+        x = 3 * torch.randn(2, 5, 16)
+    post.load_state_dict(pre.state_dict())
+    with torch.no_grad():
+        out = pre_ln_normalizing_the_highway(pre, x)
+        assert not torch.allclose(out, pre(x), atol=1e-4) and not torch.allclose(out, post(x), atol=1e-4)
+    if answer == "a":
+        raise Wrong("it is not Pre-LN: with the same weights its output differs from EncoderLayer(norm_first=True).",
+                    "Follow the RMS of the highway through 24 such layers: does it grow, as Pre-LN's does?")
+    if answer == "c":
+        raise Wrong("it is not Post-LN: with the same weights its output differs from EncoderLayer(norm_first=False), "
+                    "and its output's RMS is not 1.", "Print the RMS of its output after a few layers.")
+    return ("right: the normalized copy replaced the highway, so each sub-layer computes LN(x) + F(LN(x)): "
+            "the highway is reset before every addition, and neither keeps its input nor ends normalized.")

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 import transformer_lite as tl
 
-from . import Wrong, call, close, exercise, tensor
+from . import Wrong, call, close, exercise, number, tensor
 
 PAD = 0
 
@@ -102,28 +102,45 @@ def exercise_8_2(my_keep_causal):
     return "F.scaled_dot_product_attention with your keep-mask equals tl's attention with tl.causal_mask (T = 4, 7, 1)."
 
 
-@exercise("8.3", wrong=[lambda: (lambda keep: keep.float(),),                                       # added as it is
-                        lambda: (lambda keep: torch.zeros(keep.shape).masked_fill(keep.bool(), float("-inf")),),
-                        lambda: (lambda keep: (1 - keep).float() * -1e9,)])
-def exercise_8_3(my_keep_to_additive):
-    keep = torch.tensor([[1, 1, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]])  # "1 = keep", as the tutorials write it
-    expected = tl.bool_to_additive(tl.keep_to_bool(keep))
-    got = tensor(call(my_keep_to_additive, keep.clone(), name="my_keep_to_additive(keep)"),
-                 "my_keep_to_additive(keep)", tuple(keep.shape))
-    if not got.is_floating_point():
-        raise Wrong(f"my_keep_to_additive(keep) should be a float tensor (it is added to the scores), got {got.dtype}.")
-    if torch.equal(got, expected):
-        return "your additive mask is 0 where keep = 1 and −∞ where keep = 0, as the paper's M."
-    if torch.isneginf(got).sum() == 0 and (got[keep == 0] < -1e3).all() and (got[keep == 1] == 0).all():
-        hint = ("a finite constant like −1e9 gives the same weights only while every row keeps a key; use "
-                "float('-inf'), the paper's −∞.")
-    elif torch.isneginf(got[keep == 1]).any():
-        hint = "inverted: −∞ goes where keep = 0 (the blocked keys), 0 where keep = 1."
-    else:
-        hint = ("an additive mask is ADDED to the scores: a kept key needs 0 (no change), a blocked key −∞. "
-                "Adding the 0/1 keep mask itself blocks nothing.")
-    raise Wrong("my_keep_to_additive(keep) is not the additive mask (0 = keep, −∞ = blocked) "
-                "for a (3, 4) keep mask.", hint=hint)
+def _bug_hunt_leaks(t0=5, V=20, T=8):
+    """Positions before t0 whose logits move in pitfalls.transformer_with_mask_bug when only token t0 changes
+    (two decoder layers, as the chapter's model)."""
+    from transformer_lite import pitfalls
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = tl.Transformer(V, V, d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=2,
+                               dim_feedforward=32, dropout=0.0).eval()
+        src, tgt = torch.randint(4, V, (1, 6)), torch.randint(4, V, (1, T))
+    suspect = pitfalls.transformer_with_mask_bug(model)
+    tgt2 = tgt.clone()
+    tgt2[0, t0] = 4 + (tgt[0, t0] - 4 + 1) % (V - 4)  # change only the token at t0
+    with torch.no_grad():
+        moved = (suspect(src, tgt2) - suspect(src, tgt))[0].abs().amax(-1)  # (T,)
+    return [t for t in range(t0) if moved[t] > 1e-5]
+
+
+@exercise("8.3", wrong=[lambda: ([], 1),                      # the leak test not run: "nothing leaks"
+                        lambda: ([0, 1, 2, 3, 4], 0),         # "it sees the whole future"
+                        lambda: ([4], 2),                      # one layer's leak; the model has two
+                        lambda: ([3, 4], 0)])                  # the right leak, the wrong diagonal
+def exercise_8_3(my_leaky_positions, my_diagonal):
+    try:
+        given = sorted({int(t) for t in my_leaky_positions})
+    except (TypeError, ValueError):
+        raise Wrong(f"my_leaky_positions should be a list of positions (ints from 0 to 4), "
+                    f"got {my_leaky_positions!r}.") from None
+    expected = _bug_hunt_leaks()
+    if given != expected:
+        raise Wrong("your list of leaking positions is not what the leak test measures.",
+                    hint="change only the token at position 5 (as in the chapter's leak test) and compare the "
+                         "suspect's logits at positions 0-4 before and after; list those that move.")
+    number(my_diagonal, 2, "my_diagonal", rel=0, abs_=0.5,
+           hint="torch.triu(ones, diagonal=d) blocks key j for query i when j >= i + d. Which d lets query i see "
+                "key i + 1 but not i + 2?")
+    return ("positions 3 and 4 move: each query also sees the NEXT token (the mask is triu(diagonal=2), "
+            "pitfalls.causal_mask_off_by_one), and with two layers the leak reaches two positions back. "
+            "The fix is diagonal=1, tl.causal_mask.")
 
 
 def _decoder_changes(n_real=5, n_pad=3):

@@ -11,30 +11,28 @@ PAD = 0
 _D, _H, _D_FF = 512, 8, 2048
 
 
-def _layer_counts(D=_D, d_ff=_D_FF):
-    attention, ffn, norms = 4 * (D * D + D), 2 * D * d_ff + d_ff + D, 2 * 2 * D
-    return {"right": attention + ffn + norms,
-            "no biases": 4 * D * D + 2 * D * d_ff + norms,
-            "no LayerNorms": attention + ffn,
-            "three projections": 3 * (D * D + D) + ffn + norms}
+def _head_weights(x):
+    """The (S, S) weights of head 0 of a fixed, untrained self-attention for vectors x (S, D), no positions."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        attn = tl.MultiHeadAttention(16, 4).eval()
+    with torch.no_grad():
+        return attn(x[None], x[None], x[None])[1][0, 0]
 
 
-@exercise("9.1", wrong=[lambda: (_layer_counts()["no biases"],), lambda: (_layer_counts()["no LayerNorms"],),
-                        lambda: (_layer_counts()["three projections"],)])
-def exercise_9_1(my_count):
-    with torch.device("meta"):
-        expected = tl.count_parameters(tl.EncoderLayer(_D, _H, dim_feedforward=_D_FF))
-    assert expected == _layer_counts()["right"]
-    hints = {"no biases": "every Linear layer has a bias: D per projection, d_ff + D in the FFN.",
-             "no LayerNorms": "each of the two LayerNorms has a gain γ and a bias β of D numbers each.",
-             "three projections": "multi-head attention has FOUR D × D projections: W^Q, W^K, W^V and the output W^O."}
-    try:
-        mistake = next((k for k, v in _layer_counts().items() if k != "right" and v == int(my_count)), None)
-    except (TypeError, ValueError):
-        mistake = None
-    number(my_count, expected, "my_count", rel=0, abs_=0.5,
-           hint=hints.get(mistake, "self-attention 4(D² + D), the FFN 2·D·d_ff + d_ff + D, two LayerNorms 2·2D."))
-    return f"one encoder layer of the base model has {expected:,} parameters (= tl.EncoderLayer(512, 8))."
+@exercise("9.1", wrong=[lambda: (lambda w, perm: w[perm],),           # rows moved, columns not
+                        lambda: (lambda w, perm: w[:, perm],),        # columns moved, rows not
+                        lambda: (lambda w, perm: w,)])                # "the weights do not change"
+def exercise_9_1(my_permuted_weights):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 16, generator=g)  # six token vectors, no positional encoding
+    w = _head_weights(x)
+    for perm in (torch.tensor([5, 4, 3, 2, 1, 0]), torch.randperm(6, generator=g)):
+        got = call(my_permuted_weights, w.clone(), perm, name="my_permuted_weights(w, perm)")
+        close(got, _head_weights(x[perm]), "my_permuted_weights(w, perm)",
+              hint="the weights of the shuffled sentence at (i, j) belong to the words perm[i] (the query) and "
+                   "perm[j] (the key) of the original: both the rows and the columns move.")
+    return "the shuffled sentence's weights are w[perm][:, perm] = P A Pᵀ, measured on an attention head."
 
 
 def _layer_and_inputs():
