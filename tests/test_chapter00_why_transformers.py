@@ -31,7 +31,8 @@ def teaching():
     ns = {"torch": torch, "nn": nn, "tl": tl, "deque": deque, "TorchFunctionMode": TorchFunctionMode}
     exec(_cell("torch.manual_seed(0)\nD = 64"), ns)
     exec(_cell("class CountOps").split("\nlengths =")[0], ns)
-    exec(_cell("def path_length").split("\nT = 64")[0], ns)
+    exec(_cell("def rnn_graph").split("\nfor T in")[0], ns)
+    exec(_cell("def path_length"), ns)
     return ns
 
 
@@ -50,21 +51,34 @@ def test_attention_positions_are_independent():
             torch.testing.assert_close(attn(x[:, t:t + 1], x, x)[0], y[:, t:t + 1])
 
 
-def test_rnn_ops_grow_with_length_attention_ops_do_not(teaching):
+def test_call_counts_see_the_python_loop_not_the_dependencies(teaching):
+    # The deep dive's point: the Python loop's calls grow with T, nn.RNN's do not (yet it runs T steps inside).
     attn = tl.MultiHeadAttention(D, 4).eval()
-    rnn_counts, attn_counts = [], []
+    rnn_counts, c_rnn_counts, attn_counts = [], [], []
     for T in (3, 10, 40):
         x = torch.randn(1, T, D)
         with torch.no_grad():
-            with teaching["CountOps"]() as c:
-                teaching["rnn_loop"](x)
-            rnn_counts.append(c.count)
-            with teaching["CountOps"]() as c:
-                attn(x, x, x, need_weights=False)
-            attn_counts.append(c.count)
-    assert len(set(attn_counts)) == 1
+            for layer, counts in ((teaching["rnn_loop"], rnn_counts), (lambda x: teaching["rnn"](x), c_rnn_counts),
+                                  (lambda x: attn(x, x, x, need_weights=False), attn_counts)):
+                with teaching["CountOps"]() as c:
+                    layer(x)
+                counts.append(c.count)
+    assert len(set(attn_counts)) == 1 and len(set(c_rnn_counts)) == 1
     per_token = (rnn_counts[1] - rnn_counts[0]) / 7
     assert per_token >= 1 and rnn_counts[2] - rnn_counts[1] == per_token * 30
+
+
+@pytest.mark.parametrize("T", [1, 2, 7, 50])
+def test_sequential_steps_are_the_longest_chain_of_the_dependency_graph(teaching, T):
+    assert teaching["longest_chain"](teaching["rnn_graph"](T)) == T
+    assert teaching["longest_chain"](teaching["attention_graph"](T)) == 1
+    # a graph whose longest chain is not its shortest path: 0 -> 1 -> 2 -> 3 and 0 -> 3
+    assert teaching["longest_chain"]({0: [1, 3], 1: [2], 2: [3]}) == 3
+
+
+def test_the_stacked_rnn_takes_T_plus_L_minus_1_steps():
+    from transformer_lite.book.check import ch00
+    assert [ch00._stacked_rnn_steps(T, L) for T, L in ((1, 1), (10, 1), (10, 3), (64, 6))] == [1, 10, 12, 69]
 
 
 def test_path_lengths(teaching):

@@ -130,3 +130,45 @@ def test_the_embedding_factor_gives_unit_entries_only_from_tensor2tensors_init()
     # tl.Transformer's tables are Xavier-uniform: std sqrt(2 / (V + D)), as the chapter's check assumes
     model = tl.Transformer(V, V, d_model=D, nhead=8, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=64)
     assert abs(model.src_embed.weight.std().item() - math.sqrt(2 / (V + D))) < 0.001
+
+
+def test_adam_moves_a_row_whose_token_left_the_batch_sgd_does_not():
+    # Prediction 1.1: no gradient for row 0 in step 2; SGD leaves it, Adam's momentum moves it.
+    for optimizer_class, moves in ((torch.optim.SGD, False), (torch.optim.Adam, True)):
+        torch.manual_seed(0)
+        table = nn.Embedding(6, 4)
+        optimizer = optimizer_class(table.parameters(), lr=0.1)
+        for ids in (torch.tensor([[0, 1]]), torch.tensor([[2, 3]])):
+            before = table.weight.detach().clone()
+            optimizer.zero_grad()
+            table(ids).pow(2).sum().backward()
+            optimizer.step()
+        assert table.weight.grad[0].abs().sum() == 0
+        assert bool((table.weight.detach()[0] != before[0]).any()) == moves
+
+
+def test_the_trained_translator_gives_a_noun_and_its_plural_the_nearest_rows():
+    import torch.nn.functional as F
+
+    from transformer_lite.book.pretrained import tiny_translator
+
+    model, task, _ = tiny_translator()
+    vocab = task.src_vocab
+    unit = F.normalize(model.src_embed.weight.detach(), dim=1)
+    sim = unit @ unit.T
+    sim.fill_diagonal_(-2)
+    sim[:, :4] = -2                                   # the special tokens are not words
+    for singular, plural in [("cat", "cats"), ("dog", "dogs"), ("bird", "birds"), ("book", "books"),
+                             ("car", "cars"), ("apple", "apples")]:
+        a, b = vocab.stoi[singular], vocab.stoi[plural]
+        assert sim[a].argmax() == b and sim[b].argmax() == a
+        # the reason: both forms are translated to one Chinese word
+        shared = set.intersection(*(set(zh.split()) for en, zh in task.train_pairs
+                                    if {singular, plural} & set(en.split())))
+        assert len(shared) == 1
+
+
+def test_encoding_split_on_spaces_makes_a_third_of_the_corpus_unknown():
+    from transformer_lite.book.check import ch01
+
+    assert abs(ch01._buggy_share() - 6 / 17) < 1e-9

@@ -21,6 +21,7 @@ shows the difference (``tests/test_pitfalls.py`` checks that every one of them d
     transformer_with_mask_bug                transformer_lite.Transformer.forward
     position_ids_ignoring_padding            (ids != pad_id).cumsum(-1) - 1, for left padding
     micro_batch_loss_mean_of_means           sum of token losses / tokens in the whole accumulated batch
+    encode_split_on_spaces                   Vocab.encode of the tokenizer's tokens (chapter 1)
 """
 from __future__ import annotations
 
@@ -325,3 +326,21 @@ def attention_softmax_over_queries(query: torch.Tensor, key: torch.Tensor, value
     scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
     weights = torch.softmax(scores, dim=-2)  # over the queries: the bug
     return weights @ value, weights
+
+
+def encode_split_on_spaces(vocab, text: str) -> list[int]:
+    """WRONG: ids for ``text.split()``, with a vocabulary built from a tokenizer's tokens.
+
+    The vocabulary was built from lower-cased tokens with punctuation cut off ("the", "mat",
+    "."), but this splits on spaces only, so "The" and "mat." are not in it: they silently
+    become ``<unk>``, training runs, and the model never sees those words. Right: encode the
+    tokens of the same tokenizer that built the vocabulary, ``vocab.encode(tokenize(text))``
+    (chapter 1); a test that catches it: no token of the vocabulary's own corpus may be ``<unk>``.
+    """
+    from .data import Vocab
+
+    if not isinstance(vocab, Vocab):
+        raise TypeError(f"vocab must be a transformer_lite.data.Vocab, got {type(vocab).__name__}")
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return vocab.encode(text.split())

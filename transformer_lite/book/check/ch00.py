@@ -133,26 +133,31 @@ def exercise_0_3(my_gru_ratio):
             "yet still far below 1/100 of its gradient from the last token: gating helps, the long path remains.")
 
 
-def _attention_weights(T, nhead):
-    """How many attention weights one self-attention layer computes for one sentence of T tokens."""
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        attn = tl.MultiHeadAttention(d_model=4 * nhead, nhead=nhead).eval()
-    x = torch.randn(1, T, 4 * nhead, generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        _, weights = attn(x, x, x)                      # (B, H, T, T)
-    return weights[0].numel()
+def _stacked_rnn_steps(T, L):
+    """The longest chain of arrows in the dependency graph of L stacked RNN layers over T tokens."""
+    # Node (l, t) is layer l's state at position t; the input x_t is layer 0. Longest path by dynamic
+    # programming in the order the states are computed.
+    longest = {}
+    for l in range(L + 1):
+        for t in range(T):
+            if l == 0:
+                longest[l, t] = 0
+                continue
+            before = [longest[l - 1, t]] + ([longest[l, t - 1]] if t > 0 else [])
+            longest[l, t] = 1 + max(before)
+    return max(longest.values())
 
 
-@exercise("0.4", wrong=[lambda: (lambda T, nhead: T * T,),          # one head only
-                        lambda: (lambda T, nhead: nhead * T,),      # one weight per token and head
-                        lambda: (lambda T, nhead: T * (T + 1) // 2 * nhead,),  # as if masked (the encoder is not)
-                        lambda: (lambda T, nhead: 512 * T,)])       # T x D: the layer's output, not its weights
-def exercise_0_4(my_attention_weights):
-    for T, nhead in ((25, 8), (10, 2), (7, 1), (100, 16)):
-        got = call(my_attention_weights, T, nhead, name=f"my_attention_weights({T}, {nhead})")
-        number(got, _attention_weights(T, nhead), f"my_attention_weights({T}, {nhead})", rel=0.0, abs_=1e-9,
-               hint="Each head computes one weight for every (query, key) pair of positions, and self-attention "
-                    "in the encoder has no mask: every one of the T queries meets every one of the T keys.")
-    return (f"one self-attention layer computes H × T² weights per sentence: {_attention_weights(25, 8):,} for "
-            f"the base model (H = 8) at T = 25.")
+@exercise("0.4", wrong=[lambda: (lambda T, L: T * L,),            # layer after layer, as if none could overlap
+                        lambda: (lambda T, L: T,),                # the stack adds nothing
+                        lambda: (lambda T, L: T + L,),            # one too many
+                        lambda: (lambda T, L: L,)])               # attention's answer
+def exercise_0_4(my_stacked_steps):
+    for T, L in ((1, 1), (5, 1), (1, 4), (5, 3), (10, 4), (64, 6)):
+        got = call(my_stacked_steps, T, L, name=f"my_stacked_steps({T}, {L})")
+        number(got, _stacked_rnn_steps(T, L), f"my_stacked_steps({T}, {L})", rel=0.0, abs_=1e-9,
+               hint="Layer l can start on token t as soon as layer l - 1 has finished token t and layer l has "
+                    "finished token t - 1: the layers need not wait for each other to finish the whole sentence. "
+                    "Count the arrows on the longest path from x_0 to the top layer's last state.")
+    return ("L stacked RNN layers over T tokens take T + L − 1 sequential steps: the layers advance together, "
+            "like a wave, but every layer still walks the sentence token by token. L attention layers take L.")

@@ -136,25 +136,63 @@ def exercise_1_2(my_bpe_segment):
     return "new words are cut into learned pieces (e.g. 'lowest' into 'low' + 'est</w>'): nothing is unknown."
 
 
-# ---- 1.3: the embedding as a one-hot product -------------------------------------------------------
+# ---- 1.3: bug hunt: a pipeline that turns known words into <unk> ----------------------------------
 
-@exercise("1.3", wrong=[lambda: (lambda ids, E: torch.eye(E.shape[0])[ids] @ E,),                   # no factor
-                        lambda: (lambda ids, E: torch.eye(E.shape[0])[ids] @ E / math.sqrt(E.shape[1]),),  # ÷
-                        lambda: (lambda ids, E: torch.eye(E.shape[0])[ids] @ E * math.sqrt(E.shape[0]),)])  # √V
-def exercise_1_3(my_token_embedding):
-    g = torch.Generator().manual_seed(0)
-    V, D = 11, 6
-    tok = tl.TokenEmbedding(V, D)
-    with torch.no_grad():
-        tok.weight.copy_(torch.randn(V, D, generator=g))
-    ids = torch.randint(0, V, (2, 5), generator=g)
-    with torch.no_grad():
-        expected = tok(ids)
-        out = call(my_token_embedding, ids, tok.weight.detach().clone(), name="my_token_embedding(ids, E)")
-    close(out, expected, "my_token_embedding(ids, E)",
-          hint="Build the one-hot vectors with torch.eye(V)[ids], shape (B, T, V), multiply by E (V, D), then "
-               "apply the paper's factor: MULTIPLY by sqrt(D), the model width (not V, and not a division).")
-    return "one-hot (B, T, V) @ E (V, D) · √D equals tl.TokenEmbedding on a random (2, 5) batch of ids."
+_CORPUS = ["The cat sat on the mat.", "The dog sat on the log.", "A cat saw a dog!"]   # the chapter's corpus
+_ENCODE_CASES = _CORPUS + ["The bird sat on the cat.", "A DOG, a cat.", "the mat"]
+
+
+def _vocab():
+    from transformer_lite.data import Vocab
+
+    return Vocab(t for s in _CORPUS for t in _toy_tokenize(s))
+
+
+def _buggy_share():
+    from transformer_lite.data import UNK
+    from transformer_lite.pitfalls import encode_split_on_spaces
+
+    vocab = _vocab()
+    ids = [i for s in _CORPUS for i in encode_split_on_spaces(vocab, s)]
+    return ids.count(UNK) / len(ids)
+
+
+def _lower_split(text):
+    return _vocab().encode(text.lower().split())
+
+
+def _buggy(text):
+    from transformer_lite.pitfalls import encode_split_on_spaces
+
+    return encode_split_on_spaces(_vocab(), text)
+
+
+@exercise("1.3", wrong=[lambda: (0.0, _buggy),                       # "nothing is unknown": the bug not found
+                        lambda: (6 / 17, _buggy),                    # found, not fixed
+                        lambda: (6 / 17, _lower_split),              # half a fix: "mat." is still unknown
+                        lambda: (2 / 17, lambda text: _vocab().encode(_toy_tokenize(text)))])  # the share of one kind
+def exercise_1_3(my_unknown_share, my_encode):
+    try:
+        share = float(my_unknown_share)
+    except (TypeError, ValueError):
+        raise Wrong(f"my_unknown_share should be a number, got {type(my_unknown_share).__name__}.") from None
+    expected = _buggy_share()
+    if abs(share - expected) > 1e-6:
+        raise Wrong(f"my_unknown_share = {share:.3g} is not the share of <unk> among the ids encode_sentence "
+                    f"gives for the chapter's corpus.",
+                    hint="Encode the three sentences of `corpus` with encode_sentence, put all the ids together, "
+                         "and divide the number of UNK ids by the number of ids. Words the vocabulary was built "
+                         "from should never be <unk>: which ones are?")
+    vocab = _vocab()
+    for text in _ENCODE_CASES:
+        got = call(my_encode, text, name=f"my_encode({text!r})")
+        right = vocab.encode(_toy_tokenize(text))
+        if not isinstance(got, (list, tuple)) or [int(i) for i in got] != right:
+            raise Wrong(f"my_encode({text!r}) gives {got!r}, but the vocabulary's own tokenizer gives ids {right}.",
+                        hint="Encode the tokens of `tokenize`, the tokenizer that built the vocabulary: it "
+                             "lower-cases AND cuts punctuation off.")
+    return (f"{expected:.0%} of the ids were <unk> for words the vocabulary knows (\"The\", \"mat.\", \"dog!\"): "
+            "encode with the tokenizer that built the vocabulary, and test that its own corpus has no <unk>.")
 
 
 # ---- 1.4: what sharing one matrix saves -------------------------------------------------------------
