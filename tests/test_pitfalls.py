@@ -98,3 +98,22 @@ def test_labels_not_shifted():
 def test_bad_input(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
+
+
+def test_decoder_layer_ignoring_source_padding():
+    torch.manual_seed(0)
+    layer = tl.DecoderLayer(8, 2, 32, dropout=0.0).eval()
+    wrong = pf.decoder_layer_ignoring_source_padding(layer)
+    assert isinstance(wrong, pf.DecoderLayerIgnoringSourcePadding) and isinstance(wrong, tl.DecoderLayer)
+    y, memory, mask = torch.randn(1, 6, 8), torch.randn(1, 4, 8), tl.causal_mask(6)
+    with torch.no_grad():
+        torch.testing.assert_close(wrong(y, memory, tgt_mask=mask), layer(y, memory, tgt_mask=mask))  # no padding: same
+        padded = torch.cat([memory, torch.randn(1, 3, 8)], dim=1)
+        pad = torch.tensor([[False] * 4 + [True] * 3])
+        torch.testing.assert_close(layer(y, padded, tgt_mask=mask, memory_key_padding_mask=pad),
+                                   layer(y, memory, tgt_mask=mask))
+        moved = wrong(y, padded, tgt_mask=mask, memory_key_padding_mask=pad) - layer(y, memory, tgt_mask=mask)
+    assert moved.abs().max() > 1e-2
+    assert wrong.self_attn.q_proj.weight is not layer.self_attn.q_proj.weight  # a copy: the original is untouched
+    with pytest.raises(TypeError, match="layer"):
+        pf.decoder_layer_ignoring_source_padding(nn.Linear(2, 2))

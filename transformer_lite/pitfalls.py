@@ -14,6 +14,7 @@ shows the difference (``tests/test_pitfalls.py`` checks that every one of them d
     causal_mask_keep_convention_misread      transformer_lite.causal_mask
     causal_mask_including_diagonal           transformer_lite.causal_mask
     labels_not_shifted                       transformer_lite.training.teacher_forcing
+    DecoderLayerIgnoringSourcePadding        transformer_lite.DecoderLayer
 """
 from __future__ import annotations
 
@@ -146,3 +147,32 @@ def labels_not_shifted(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """
     check_tensor("tgt", tgt, ndim=2)
     return tgt, tgt
+
+
+class DecoderLayerIgnoringSourcePadding:
+    """WRONG: a decoder layer whose cross-attention drops ``memory_key_padding_mask``.
+
+    Built by :func:`decoder_layer_ignoring_source_padding`. Without padding it computes exactly what
+    ``transformer_lite.DecoderLayer`` computes, so a test on one unpadded sentence passes; in a padded batch
+    every target position also attends to the source's padding vectors, and its output changes with them.
+    Right: pass the mask as ``key_padding_mask`` to the cross-attention (``DecoderLayer._mha_block``).
+    """
+
+
+def decoder_layer_ignoring_source_padding(layer):
+    """WRONG: a copy of the decoder layer ``layer`` (same weights) that ignores source padding; see
+    :class:`DecoderLayerIgnoringSourcePadding`."""
+    import copy
+
+    from .layers import DecoderLayer
+
+    if not isinstance(layer, DecoderLayer):
+        raise TypeError(f"layer must be a transformer_lite.DecoderLayer, got {type(layer).__name__}")
+
+    class _Ignoring(DecoderLayer, DecoderLayerIgnoringSourcePadding):
+        def _mha_block(self, x, memory, attn_mask, key_padding_mask, cache, need_weights):
+            return super()._mha_block(x, memory, attn_mask, None, cache, need_weights)  # the bug: mask dropped
+
+    wrong = copy.deepcopy(layer)
+    wrong.__class__ = _Ignoring
+    return wrong
