@@ -117,3 +117,24 @@ def test_decoder_layer_ignoring_source_padding():
     assert wrong.self_attn.q_proj.weight is not layer.self_attn.q_proj.weight  # a copy: the original is untouched
     with pytest.raises(TypeError, match="layer"):
         pf.decoder_layer_ignoring_source_padding(nn.Linear(2, 2))
+
+
+def test_causal_mask_one_ahead_and_the_gpt_that_uses_it():
+    from transformer_lite import language_models as lm
+
+    assert pf.causal_mask_one_ahead(4).tolist() == [[False, False, True, True], [False, False, False, True],
+                                                    [False, False, False, False], [False, False, False, False]]
+    torch.manual_seed(0)
+    gpt = lm.DecoderOnlyLM(12, d_model=16, nhead=2, num_layers=1, max_len=8).eval()
+    wrong = pf.decoder_only_lm_seeing_one_ahead(gpt)
+    ids = torch.tensor([[1, 5, 6, 7, 8]])
+    changed = ids.clone()
+    changed[0, 3] = 9
+    with torch.no_grad():
+        right_moved = (gpt(ids) - gpt(changed)).abs().amax(-1)[0]
+        wrong_moved = (wrong(ids) - wrong(changed)).abs().amax(-1)[0]
+    assert (right_moved[:3] == 0).all() and (right_moved[3:] > 0).all()
+    assert right_moved[2] == 0 and wrong_moved[2] > 0  # position 2 sees token 3, the one it must predict
+    assert (wrong_moved[:2] == 0).all()
+    with pytest.raises(TypeError, match="model"):
+        pf.decoder_only_lm_seeing_one_ahead(lm.MaskedLM(12, d_model=16, nhead=2, num_layers=1))

@@ -15,6 +15,9 @@ shows the difference (``tests/test_pitfalls.py`` checks that every one of them d
     causal_mask_including_diagonal           transformer_lite.causal_mask
     labels_not_shifted                       transformer_lite.training.teacher_forcing
     DecoderLayerIgnoringSourcePadding        transformer_lite.DecoderLayer
+    cross_entropy_counting_padding           transformer_lite.training.label_smoothed_cross_entropy
+    causal_mask_one_ahead                    transformer_lite.causal_mask
+    decoder_only_lm_seeing_one_ahead         transformer_lite.language_models.DecoderOnlyLM
 """
 from __future__ import annotations
 
@@ -175,4 +178,52 @@ def decoder_layer_ignoring_source_padding(layer):
 
     wrong = copy.deepcopy(layer)
     wrong.__class__ = _Ignoring
+    return wrong
+
+
+def cross_entropy_counting_padding(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """WRONG: the mean cross-entropy over ALL positions, padding included (``ignore_index`` forgotten).
+
+    On a batch without padding it equals the right loss; in a padded batch the model is also trained to predict
+    ``<pad>`` after ``<eos>``, and the loss changes when more padding is appended. Right:
+    ``F.cross_entropy(..., ignore_index=PAD)`` or ``transformer_lite.training.label_smoothed_cross_entropy``.
+
+    Shape: logits (B, T, V), labels (B, T) -> scalar.
+    """
+    check_tensor("logits", logits, ndim=3)
+    check_tensor("labels", labels, ndim=2)
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+
+def causal_mask_one_ahead(T: int) -> torch.Tensor:
+    """WRONG: ``triu(..., diagonal=2)``: each position may also see the NEXT one -- the token it must predict.
+
+    No row is empty and nothing fails: a language model trained with it learns to copy the next token (a training
+    loss near 0) and is useless when it generates, where the next token does not exist yet. Right: ``diagonal=1``
+    (``transformer_lite.causal_mask``). Shape: (T, T) bool, True = blocked.
+    """
+    check_positive_int("T", T)
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=2)
+
+
+def decoder_only_lm_seeing_one_ahead(model):
+    """WRONG: a copy of the decoder-only language model ``model`` (same weights) whose forward uses
+    :func:`causal_mask_one_ahead` instead of the causal mask."""
+    import copy
+
+    from .language_models import LanguageModel
+    from .masks import padding_mask
+
+    if not isinstance(model, LanguageModel) or not model.causal:
+        raise TypeError(f"model must be a decoder-only transformer_lite.language_models.LanguageModel (causal=True), "
+                        f"got {type(model).__name__}")
+
+    class _OneAhead(LanguageModel):
+        def forward(self, ids):
+            x = self.position(self.token_embedding(ids))  # (B, L, D)
+            mask = causal_mask_one_ahead(ids.shape[1]).to(ids.device)  # the bug: one position too many
+            return self.output(self.layers(x, mask=mask, src_key_padding_mask=padding_mask(ids, self.pad_id)))
+
+    wrong = copy.deepcopy(model)
+    wrong.__class__ = _OneAhead
     return wrong
