@@ -120,12 +120,44 @@ def test_output_layer_is_a_d_by_v_linear_and_softmax():
     assert_close(logits.softmax(-1).sum(-1), torch.ones(1, tgt.shape[1]))
 
 
-def test_output_projection_share_of_the_base_model():
+def test_cross_attention_is_a_tenth_of_the_base_model():
+    # the one component the decoder adds to chapter 9's count: cross-attention + its LayerNorm, per layer
     with torch.device("meta"):
-        base = tl.Transformer(37_000, 37_000)
-    n_gen = tl.count_parameters(base.output_projection)
-    assert n_gen == 512 * 37_000 + 37_000
-    assert n_gen > 4 * tl.count_parameters(base.decoder.layers[0])   # more than four decoder layers
+        base = tl.Transformer(37_000, 37_000, tie_embeddings=True, share_embeddings=True)
+    cross = sum(tl.count_parameters(l.multihead_attn) + tl.count_parameters(l.norm2) for l in base.decoder.layers)
+    assert cross == 6 * (4 * (512 * 512 + 512) + 2 * 512)
+    assert 0.09 < cross / tl.count_parameters(base) < 0.11
+
+
+def test_the_chapter_switches_gradients_off_locally_only():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "10_decoder.ipynb").read_text("utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "set_grad_enabled" not in code and "torch.no_grad()" in code
+
+
+def test_exercise_10_5_suspect_fails_only_the_padding_experiment():
+    from transformer_lite.book.check.ch10 import suspect_decoder_layer
+
+    layer = _layer()
+    suspect = suspect_decoder_layer(layer)
+    torch.manual_seed(1)
+    y, memory, mask = torch.randn(1, T, D), torch.randn(1, S, D), tl.causal_mask(T)
+    with torch.no_grad():
+        base = suspect(y, memory, tgt_mask=mask)
+        assert_close(base, layer(y, memory, tgt_mask=mask))  # right without padding: a silent bug
+        memory2 = memory.clone()
+        memory2[:, -1] = torch.randn(D)
+        assert ((suspect(y, memory2, tgt_mask=mask) - base).abs().amax(-1) > 1e-3).all()  # sees every source word
+        y2 = y.clone()
+        y2[:, 3] = torch.randn(D)
+        moved = (suspect(y2, memory, tgt_mask=mask) - base).abs().amax(-1)[0]
+        assert (moved[:3] == 0).all()  # no later target word
+        padded = torch.cat([memory, torch.randn(1, 3, D)], dim=1)
+        pad = torch.tensor([[False] * S + [True] * 3])
+        assert not torch.allclose(suspect(y, padded, tgt_mask=mask, memory_key_padding_mask=pad), base, atol=1e-3)
 
 
 def test_weight_tying_shares_one_tensor_and_saves_v_times_d():

@@ -1,10 +1,11 @@
 """Chapter 11 (training): the chapter's claims, checked through the package.
 
-Teacher forcing shifts <bos> I have a cat <eos> into input and labels; one forward pass equals T
+Teacher forcing shifts <bos> 我 有 一 只 猫 <eos> (the book's direction, English -> Chinese) into input and labels; one forward pass equals T
 prefix passes (and without the causal mask it does not); cross-entropy by hand equals F.cross_entropy
 and ignores padding; label smoothing's target, its equality with PyTorch and its floor H(q); the
 paper's schedule (peak, linear warm-up, 1/sqrt decay) and its scheduler; Adam's settings and its
-first step of size lr; a short training run that learns the reverse task.
+first step of size lr; AdamW's decay outside the adaptive step; gradient clipping; a short training run (with
+clipping, as the chapter's) that learns the reverse task.
 """
 import math
 
@@ -19,28 +20,29 @@ from transformer_lite.data import BOS, EOS, PAD, Vocab, pad_batch, reverse_task
 from transformer_lite.training import (label_smoothed_cross_entropy, noam_lr, paper_adam, smoothed_targets,
                                        teacher_forcing, train, warmup_scheduler)
 
+EN = Vocab("I have a cat".split())   # the source: the book translates English -> Chinese
 ZH = Vocab("我 有 一 只 猫".split())
-EN = Vocab("I have a cat".split())
+CLIP = 2.0  # the chapter's training run clips the gradients' norm at this
 
 
 def _model(**kw):
     torch.manual_seed(0)
     cfg = dict(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=32, dropout=0.0)
     cfg.update(kw)
-    return tl.Transformer(len(ZH), len(EN), **cfg).eval()
+    return tl.Transformer(len(EN), len(ZH), **cfg).eval()
 
 
 def _example():
-    src = torch.tensor([ZH.encode("我 有 一 只 猫")])
-    tgt = torch.tensor([EN.encode("I have a cat", add_bos_eos=True)])
+    src = torch.tensor([EN.encode("I have a cat")])
+    tgt = torch.tensor([ZH.encode("我 有 一 只 猫", add_bos_eos=True)])
     return src, tgt
 
 
 def test_teacher_forcing_on_the_chapters_example():
     _, tgt = _example()
     inp, labels = teacher_forcing(tgt)
-    assert [EN.itos[i] for i in inp[0]] == ["<bos>", "I", "have", "a", "cat"]
-    assert [EN.itos[i] for i in labels[0]] == ["I", "have", "a", "cat", "<eos>"]
+    assert [ZH.itos[i] for i in inp[0]] == ["<bos>", "我", "有", "一", "只", "猫"]
+    assert [ZH.itos[i] for i in labels[0]] == ["我", "有", "一", "只", "猫", "<eos>"]
 
 
 @torch.no_grad()
@@ -60,7 +62,7 @@ def test_without_the_causal_mask_rows_read_the_future():
     src, tgt = _example()
     inp, _ = teacher_forcing(tgt)
     changed = inp.clone()
-    changed[0, -1] = EN.stoi["I"]
+    changed[0, -1] = ZH.stoi["我"]
     memory = model.encode(src)
 
     def out(ids, mask):
@@ -76,9 +78,9 @@ def test_without_the_causal_mask_rows_read_the_future():
 @torch.no_grad()
 def test_cross_entropy_by_hand_ignores_padding():
     model = _model()
-    pairs = [("我 有 一 只 猫", "I have a cat"), ("猫", "a cat")]
-    src = pad_batch([ZH.encode(s) for s, _ in pairs])
-    tgt = pad_batch([EN.encode(t, add_bos_eos=True) for _, t in pairs])
+    pairs = [("I have a cat", "我 有 一 只 猫"), ("a cat", "一 只 猫")]
+    src = pad_batch([EN.encode(s) for s, _ in pairs])
+    tgt = pad_batch([ZH.encode(t, add_bos_eos=True) for _, t in pairs])
     inp, labels = teacher_forcing(tgt)
     logits = model(src, inp)
     V = logits.shape[-1]
@@ -102,17 +104,17 @@ def test_uniform_logits_cost_log_v():
 
 @pytest.mark.parametrize("eps", [0.05, 0.1, 0.3])
 def test_label_smoothing_target_equality_and_floor(eps):
-    V, labels = len(EN), torch.tensor([4, 5, 6, 7, 2])
+    V, labels = len(ZH), torch.tensor([4, 5, 6, 7, 8, 2])
     q = smoothed_targets(labels, V, eps)
-    assert_close(q.gather(-1, labels[:, None]).squeeze(-1), torch.full((5,), 1 - eps + eps / V))
-    assert_close(q.sum(-1), torch.ones(5))
-    logits = torch.randn(5, V)
+    assert_close(q.gather(-1, labels[:, None]).squeeze(-1), torch.full((6,), 1 - eps + eps / V))
+    assert_close(q.sum(-1), torch.ones(6))
+    logits = torch.randn(6, V)
     assert_close(label_smoothed_cross_entropy(logits, labels, eps), F.cross_entropy(logits, labels, label_smoothing=eps))
     floor = label_smoothed_cross_entropy(q.log(), labels, eps)
     entropy = -(q * q.log()).sum(-1).mean()
     assert_close(floor, entropy)
     for _ in range(5):
-        assert label_smoothed_cross_entropy(q.log() + 0.3 * torch.randn(5, V), labels, eps) > floor
+        assert label_smoothed_cross_entropy(q.log() + 0.3 * torch.randn(6, V), labels, eps) > floor
     # the loss against p(right word) has its minimum at 1 - eps + eps / V
     p = torch.linspace(0.001, 0.999, 9_981, dtype=torch.float64)
     top = 1 - eps + eps / V
@@ -144,7 +146,7 @@ def test_warmup_scheduler_sets_noam_lr_each_step():
 @pytest.mark.trains
 def test_paper_adam_settings_and_first_step_of_size_lr():
     torch.manual_seed(book_seed())
-    model = tl.Transformer(len(ZH), len(EN), d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+    model = tl.Transformer(len(EN), len(ZH), d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
                            dim_feedforward=32, dropout=0.0)
     lr = 1e-3
     opt = paper_adam(model.parameters(), lr=lr)
@@ -175,7 +177,7 @@ def _reverse_run(seed, steps=150):
     sched = warmup_scheduler(opt, d_model=32, warmup_steps=30)
     with num_threads(1):
         hist = train(model, src, tgt, steps=steps, batch_size=64, optimizer=opt, scheduler=sched, smoothing=0.1,
-                     progress=False, seed=seed)
+                     progress=False, seed=seed, clip_grad_norm=CLIP)
     model.eval()
     inp, labels = teacher_forcing(test_tgt)
     with torch.no_grad():
@@ -188,6 +190,7 @@ def test_a_short_run_learns_to_reverse():
     # Measured over seeds 0-7 (and 0-3 with ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE): the last 10 losses
     # are 0.23-0.34 of the first 10, the held-out token accuracy 0.94-1.0.
     hist, acc = _reverse_run(book_seed())
+    assert len(hist.grad_norm) == len(hist.loss)  # clipping recorded one norm per step
     assert all(math.isclose(a, noam_lr(k, 32, 30)) for k, a in enumerate(hist.lr, start=1))
     assert sum(hist.loss[-10:]) / 10 < 0.6 * sum(hist.loss[:10]) / 10
     assert acc > 0.8
@@ -290,3 +293,78 @@ def test_the_packages_bleu_matches_the_chapters_hand_count():
     pairs = [("the cat sat on the mat", "the cat sat on the red mat"), ("I have a cat", "I have a small cat")]
     corpus = corpus_bleu([cand for cand, _ in pairs], [ref for _, ref in pairs])
     assert bleu(*pairs[1]).score == 0 and corpus.score > 0.5 and corpus.precisions[3] == (2, 4)
+
+
+# ---- issue 24: the book's direction, AdamW, gradient clipping, label-smoothing conventions --------------------------
+
+def test_the_chapters_example_goes_english_to_chinese():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "11_training.ipynb").read_text("utf-8"))
+    text = "\n".join("".join(c["source"]) for c in nb["cells"])
+    assert "English → Chinese pair" in text and "Chinese → English" not in text
+    assert 'src = torch.tensor([en.encode("I have a cat")])' in text
+
+
+def test_adamw_decays_outside_the_adaptive_step_and_adam_l2_does_not():
+    theta0, g = torch.ones(2), torch.tensor([1e-3, 10.0])
+
+    def first_step(make):
+        w = theta0.clone().requires_grad_()
+        opt = make([w])
+        w.grad = g.clone()
+        opt.step()
+        return theta0 - w.detach()
+
+    plain = first_step(lambda p: torch.optim.Adam(p, lr=0.1))
+    l2 = first_step(lambda p: torch.optim.Adam(p, lr=0.1, weight_decay=0.5))
+    adamw = first_step(lambda p: torch.optim.AdamW(p, lr=0.1, weight_decay=0.5))
+    assert_close(l2, plain, rtol=1e-4, atol=0)
+    assert_close(adamw, plain + 0.1 * 0.5 * theta0)
+    assert not torch.allclose(adamw, l2)
+
+
+def test_clip_grad_norm_scales_all_gradients_by_one_factor():
+    model = _model()
+    src, tgt = _example()
+    inp, labels = teacher_forcing(tgt)
+    label_smoothed_cross_entropy(model(src, inp), labels).backward()
+    before = [p.grad.clone() for p in model.parameters()]
+    norm = torch.cat([g.flatten() for g in before]).norm()
+    returned = torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5 * norm.item())
+    assert_close(returned, norm)
+    assert_close(torch.cat([p.grad.flatten() for p in model.parameters()]).norm(), 0.5 * norm)
+    assert all(torch.allclose(p.grad, 0.5 * g, rtol=1e-4) for p, g in zip(model.parameters(), before))
+
+
+def test_train_records_gradient_norms_only_when_clipping():
+    src, tgt = reverse_task(64, 4, 10, seed=0)
+    for clip, expected in ((None, 0), (1.0, 3)):
+        torch.manual_seed(0)
+        model = tl.Transformer(10, 10, d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                               dim_feedforward=32, dropout=0.0)
+        hist = train(model, src, tgt, steps=3, batch_size=8, optimizer=paper_adam(model.parameters()),
+                     progress=False, clip_grad_norm=clip)
+        assert len(hist.grad_norm) == expected
+    assert all(n > 0 for n in hist.grad_norm)
+    with pytest.raises(ValueError, match="clip_grad_norm"):
+        train(model, src, tgt, steps=1, batch_size=8, optimizer=paper_adam(model.parameters()), progress=False,
+              clip_grad_norm=0.0)
+
+
+def test_three_label_smoothing_conventions_give_three_losses():
+    torch.manual_seed(0)
+    V, eps = len(ZH), 0.1
+    logits, labels = torch.randn(6, V), torch.tensor([4, 5, 6, 7, 8, 2])
+
+    def loss(off, on, skip=()):
+        q = torch.full_like(logits, off)
+        q[:, list(skip)] = 0.0
+        q.scatter_(-1, labels[:, None], on)
+        return -(q * logits.log_softmax(-1)).sum(-1).mean()
+
+    ours = loss(eps / V, 1 - eps + eps / V)
+    assert_close(ours, F.cross_entropy(logits, labels, label_smoothing=eps))
+    values = {round(v.item(), 5) for v in (ours, loss(eps / (V - 1), 1 - eps), loss(eps / (V - 2), 1 - eps, [PAD]))}
+    assert len(values) == 3

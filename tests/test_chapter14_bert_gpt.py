@@ -114,3 +114,28 @@ def test_notebook_has_its_checks():
     headings = [h for c in nb["cells"] if c["cell_type"] == "markdown"
                 for h in ["".join(c["source"]).split("\n", 1)[0]] if h.startswith("## ")]
     assert headings[-3:] == ["## Summary", "## Exercises", "## References"], headings[-3:]
+
+
+def test_gpt2_token_matrix_is_almost_a_third_and_outweighs_five_layers():
+    # prediction 14.1: the token embedding's share of GPT-2 small, and how many layers it outweighs
+    D = 768
+    layer = 4 * (D * D + D) + (D * 4 * D + 4 * D) + (4 * D * D + D) + 4 * D
+    with torch.device("meta"):
+        gpt2 = lm.DecoderOnlyLM(50257, d_model=D, nhead=12, num_layers=12, max_len=1024)
+    share = 50257 * D / tl.count_parameters(gpt2)
+    assert 0.30 < share < 0.32 and 5 < 50257 * D / layer < 6
+
+
+def test_exercise_14_2_suspect_sees_the_next_token():
+    from transformer_lite.book.check.ch14 import suspect_gpt
+
+    torch.manual_seed(0)
+    gpt = lm.DecoderOnlyLM(20, d_model=32, nhead=4, num_layers=2, max_len=16).eval()
+    suspect = suspect_gpt(gpt)
+    ids = torch.tensor([[1, 5, 6, 7, 8, 9]])
+    changed = ids.clone()
+    changed[0, 4] = 12
+    with torch.no_grad():
+        assert torch.equal(gpt(ids)[0, :4], gpt(changed)[0, :4])           # the right model: no leak
+        moved = (suspect(ids)[0] - suspect(changed)[0]).abs().amax(-1)
+    assert (moved[:2] == 0).all() and (moved[2:4] > 0).all()  # position 3 reads token 4; through 2 layers, 2 does

@@ -244,3 +244,43 @@ def test_attention_softmax_over_queries():
     assert not torch.allclose(out, right, atol=1e-3)
     with pytest.raises(TypeError, match="query"):
         pf.attention_softmax_over_queries([1.0], k, v)
+
+
+def test_decoder_layer_ignoring_source_padding():
+    torch.manual_seed(0)
+    layer = tl.DecoderLayer(8, 2, 32, dropout=0.0).eval()
+    wrong = pf.decoder_layer_ignoring_source_padding(layer)
+    assert isinstance(wrong, pf.DecoderLayerIgnoringSourcePadding) and isinstance(wrong, tl.DecoderLayer)
+    y, memory, mask = torch.randn(1, 6, 8), torch.randn(1, 4, 8), tl.causal_mask(6)
+    with torch.no_grad():
+        torch.testing.assert_close(wrong(y, memory, tgt_mask=mask), layer(y, memory, tgt_mask=mask))  # no padding: same
+        padded = torch.cat([memory, torch.randn(1, 3, 8)], dim=1)
+        pad = torch.tensor([[False] * 4 + [True] * 3])
+        torch.testing.assert_close(layer(y, padded, tgt_mask=mask, memory_key_padding_mask=pad),
+                                   layer(y, memory, tgt_mask=mask))
+        moved = wrong(y, padded, tgt_mask=mask, memory_key_padding_mask=pad) - layer(y, memory, tgt_mask=mask)
+    assert moved.abs().max() > 1e-2
+    assert wrong.self_attn.q_proj.weight is not layer.self_attn.q_proj.weight  # a copy: the original is untouched
+    with pytest.raises(TypeError, match="layer"):
+        pf.decoder_layer_ignoring_source_padding(nn.Linear(2, 2))
+
+
+def test_causal_mask_off_by_one_and_the_gpt_that_uses_it():
+    from transformer_lite import language_models as lm
+
+    assert pf.causal_mask_off_by_one(4).tolist() == [[False, False, True, True], [False, False, False, True],
+                                                    [False, False, False, False], [False, False, False, False]]
+    torch.manual_seed(0)
+    gpt = lm.DecoderOnlyLM(12, d_model=16, nhead=2, num_layers=1, max_len=8).eval()
+    wrong = pf.decoder_only_lm_seeing_one_ahead(gpt)
+    ids = torch.tensor([[1, 5, 6, 7, 8]])
+    changed = ids.clone()
+    changed[0, 3] = 9
+    with torch.no_grad():
+        right_moved = (gpt(ids) - gpt(changed)).abs().amax(-1)[0]
+        wrong_moved = (wrong(ids) - wrong(changed)).abs().amax(-1)[0]
+    assert (right_moved[:3] == 0).all() and (right_moved[3:] > 0).all()
+    assert right_moved[2] == 0 and wrong_moved[2] > 0  # position 2 sees token 3, the one it must predict
+    assert (wrong_moved[:2] == 0).all()
+    with pytest.raises(TypeError, match="model"):
+        pf.decoder_only_lm_seeing_one_ahead(lm.MaskedLM(12, d_model=16, nhead=2, num_layers=1))

@@ -22,6 +22,9 @@ shows the difference (``tests/test_pitfalls.py`` checks that every one of them d
     position_ids_ignoring_padding            (ids != pad_id).cumsum(-1) - 1, for left padding
     micro_batch_loss_mean_of_means           sum of token losses / tokens in the whole accumulated batch
     encode_split_on_spaces                   Vocab.encode of the tokenizer's tokens (chapter 1)
+    DecoderLayerIgnoringSourcePadding        transformer_lite.DecoderLayer
+    cross_entropy_counting_padding           transformer_lite.training.label_smoothed_cross_entropy
+    decoder_only_lm_seeing_one_ahead         transformer_lite.language_models.DecoderOnlyLM
 """
 from __future__ import annotations
 
@@ -344,3 +347,69 @@ def encode_split_on_spaces(vocab, text: str) -> list[int]:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     return vocab.encode(text.split())
+
+
+class DecoderLayerIgnoringSourcePadding:
+    """WRONG: a decoder layer whose cross-attention drops ``memory_key_padding_mask``.
+
+    Built by :func:`decoder_layer_ignoring_source_padding`. Without padding it computes exactly what
+    ``transformer_lite.DecoderLayer`` computes, so a test on one unpadded sentence passes; in a padded batch
+    every target position also attends to the source's padding vectors, and its output changes with them.
+    Right: pass the mask as ``key_padding_mask`` to the cross-attention (``DecoderLayer._mha_block``).
+    """
+
+
+def decoder_layer_ignoring_source_padding(layer):
+    """WRONG: a copy of the decoder layer ``layer`` (same weights) that ignores source padding; see
+    :class:`DecoderLayerIgnoringSourcePadding`."""
+    import copy
+
+    from .layers import DecoderLayer
+
+    if not isinstance(layer, DecoderLayer):
+        raise TypeError(f"layer must be a transformer_lite.DecoderLayer, got {type(layer).__name__}")
+
+    class _Ignoring(DecoderLayer, DecoderLayerIgnoringSourcePadding):
+        def _mha_block(self, x, memory, attn_mask, key_padding_mask, cache, need_weights):
+            return super()._mha_block(x, memory, attn_mask, None, cache, need_weights)  # the bug: mask dropped
+
+    wrong = copy.deepcopy(layer)
+    wrong.__class__ = _Ignoring
+    return wrong
+
+
+def cross_entropy_counting_padding(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """WRONG: the mean cross-entropy over ALL positions, padding included (``ignore_index`` forgotten).
+
+    On a batch without padding it equals the right loss; in a padded batch the model is also trained to predict
+    ``<pad>`` after ``<eos>``, and the loss changes when more padding is appended. Right:
+    ``F.cross_entropy(..., ignore_index=PAD)`` or ``transformer_lite.training.label_smoothed_cross_entropy``.
+
+    Shape: logits (B, T, V), labels (B, T) -> scalar.
+    """
+    check_tensor("logits", logits, ndim=3)
+    check_tensor("labels", labels, ndim=2)
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+
+def decoder_only_lm_seeing_one_ahead(model):
+    """WRONG: a copy of the decoder-only language model ``model`` (same weights) whose forward uses
+    :func:`causal_mask_off_by_one` instead of the causal mask."""
+    import copy
+
+    from .language_models import LanguageModel
+    from .masks import padding_mask
+
+    if not isinstance(model, LanguageModel) or not model.causal:
+        raise TypeError(f"model must be a decoder-only transformer_lite.language_models.LanguageModel (causal=True), "
+                        f"got {type(model).__name__}")
+
+    class _OneAhead(LanguageModel):
+        def forward(self, ids):
+            x = self.position(self.token_embedding(ids))  # (B, L, D)
+            mask = causal_mask_off_by_one(ids.shape[1]).to(ids.device)  # the bug: one position too many
+            return self.output(self.layers(x, mask=mask, src_key_padding_mask=padding_mask(ids, self.pad_id)))
+
+    wrong = copy.deepcopy(model)
+    wrong.__class__ = _OneAhead
+    return wrong

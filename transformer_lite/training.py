@@ -129,17 +129,20 @@ class History:
     loss: list = field(default_factory=list)  # training loss of each step (the label-smoothed loss optimized)
     lr: list = field(default_factory=list)  # learning rate used by each step
     evals: list = field(default_factory=list)  # [(step, eval_fn(model)), ...]
+    grad_norm: list = field(default_factory=list)  # gradient norm of each step before clipping (only when clipping)
     seconds: float = 0.0  # wall-clock time of the whole run
 
 
 def optimization_step(model: nn.Module, loss: torch.Tensor, optimizer, scheduler, clip_grad_norm: float | None,
                       history: "History") -> None:
-    """One update: clear the gradients, backpropagate ``loss``, clip (if ``clip_grad_norm``), record the learning
-    rate used, step the optimizer and the ``scheduler`` (if any), record the loss. Shared by every training loop."""
+    """One update: clear the gradients, backpropagate ``loss``, clip (if ``clip_grad_norm``: the norm of all the
+    gradients together is scaled down to at most ``clip_grad_norm``, and the norm before clipping is recorded), record
+    the learning rate used, step the optimizer and the ``scheduler`` (if any), record the loss. Shared by every
+    training loop; without ``clip_grad_norm`` nothing is clipped or recorded, as before."""
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if clip_grad_norm is not None:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
+        history.grad_norm.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)))
     history.lr.append(optimizer.param_groups[0]["lr"])
     optimizer.step()
     if scheduler is not None:
@@ -160,6 +163,10 @@ def train(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, *, steps: int,
     ``eval_fn(model)`` -> number is called every ``eval_every`` steps and after the last one,
     with the model in eval mode. The model is on ``device`` (default: where its parameters are)
     and in training mode when this returns.
+
+    ``clip_grad_norm``: if given, every step scales the gradients down so that their joint norm is at most this
+    (``torch.nn.utils.clip_grad_norm_``) and records the norm before clipping in ``History.grad_norm``; the
+    default ``None`` clips nothing.
     """
     check_instance("model", model, nn.Module)
     check_token_ids("src", src)
@@ -171,6 +178,8 @@ def train(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, *, steps: int,
     check_instance("optimizer", optimizer, torch.optim.Optimizer)
     check_probability("smoothing", smoothing)
     check_int("seed", seed)
+    if clip_grad_norm is not None:
+        check_number("clip_grad_norm", clip_grad_norm, positive=True)
     if eval_every is not None:
         check_positive_int("eval_every", eval_every)
         if eval_fn is None:

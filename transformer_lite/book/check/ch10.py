@@ -128,13 +128,51 @@ def exercise_10_4(my_change):
     return "shuffling the memory's rows changes the decoder's output by no more than float rounding."
 
 
-@exercise("10.5", wrong=[lambda: (_V * 1024,), lambda: (3 * _V * 1024,), lambda: (2 * _V * 1024 + 2 * _V,)])
-def exercise_10_5(my_saving):
-    with torch.device("meta"):
-        big = dict(d_model=1024, nhead=16, dim_feedforward=4096)
-        untied = tl.count_parameters(tl.Transformer(_V, _V, **big))
-        shared = tl.count_parameters(tl.Transformer(_V, _V, tie_embeddings=True, share_embeddings=True, **big))
-    number(my_saving, untied - shared, "my_saving", rel=0, abs_=0.5,
-           hint="three uses of one V × D matrix replace three matrices: how many V × D blocks are saved? "
-                "The big model's D is 1024, and the output layer's bias (V) is not shared.")
-    return f"sharing one matrix among three uses saves {untied - shared:,} parameters in the big model."
+def suspect_decoder_layer(layer):
+    """Exercise 10.5's suspect: a copy of ``layer`` (same weights) with one silent bug."""
+    from transformer_lite import pitfalls
+
+    return pitfalls.decoder_layer_ignoring_source_padding(layer)
+
+
+_PROMISES = {"source": "every target position sees every source word",
+             "causal": "no target position sees a later target position",
+             "padding": "masked source padding changes nothing"}
+
+
+def _padding_test(layer, y, memory):
+    padded = torch.cat([memory, torch.randn(memory.shape[0], 3, memory.shape[2])], dim=1)
+    pad = torch.zeros(padded.shape[:2], dtype=torch.bool)
+    pad[:, memory.shape[1]:] = True
+    mask = tl.causal_mask(y.shape[1])
+    out = layer(y, padded, tgt_mask=mask, memory_key_padding_mask=pad)
+    return torch.allclose(out, layer(y, memory, tgt_mask=mask), atol=1e-5)
+
+
+@exercise("10.5", wrong=[lambda: ("causal", _padding_test), lambda: ("source", _padding_test),
+                         lambda: ("padding", lambda layer, y, memory: True),
+                         lambda: ("padding", lambda layer, y, memory: False)])
+def exercise_10_5(my_diagnosis, my_test):
+    if not isinstance(my_diagnosis, str) or my_diagnosis.strip().lower() not in _PROMISES:
+        raise Wrong(f"my_diagnosis should be one of {sorted(_PROMISES)}, got {my_diagnosis!r}.")
+    layer, y, memory, _ = _layer_and_inputs()
+    suspect = suspect_decoder_layer(layer)
+    with torch.no_grad(), torch.random.fork_rng():
+        torch.manual_seed(1)
+        verdicts = {name: call(my_test, m, y, memory, name="my_test(layer, y, memory)")
+                    for name, m in (("a correct DecoderLayer", layer), ("the suspect", suspect))}
+    for name, v in verdicts.items():
+        if not isinstance(v, (bool, torch.Tensor)) or (isinstance(v, torch.Tensor) and v.numel() != 1):
+            raise Wrong(f"my_test should return True or False, got {v!r} for {name}.")
+    if not bool(verdicts["a correct DecoderLayer"]):
+        raise Wrong("my_test fails a correct DecoderLayer: a test must pass the right layer.",
+                    hint="compare two outputs with torch.allclose(..., atol=1e-5), not torch.equal: "
+                         "dropping keys changes the float rounding a little.")
+    if bool(verdicts["the suspect"]):
+        raise Wrong("my_test passes the suspect: it does not catch the bug.",
+                    hint="the suspect is right on a sentence without padding: give it padded source positions.")
+    if my_diagnosis.strip().lower() != "padding":
+        raise Wrong(f"your test catches the suspect, but the broken promise is not {my_diagnosis!r}.",
+                    hint="run the three experiments of 'What each position may see' on the suspect: which one fails?")
+    return ("the suspect's cross-attention ignores memory_key_padding_mask: it reads the padding vectors. "
+            "Without padding it is exactly right, which is why the bug is silent.")

@@ -1,16 +1,14 @@
-"""Checks of chapter 11's exercises (transformer_lite.book.check): teacher forcing, label smoothing, the warm-up
-schedule, perplexity and Adam's update."""
+"""Checks of chapter 11's exercises (transformer_lite.book.check): teacher forcing, label smoothing, gradient
+clipping, a bug hunt (a loss that counts padding) and Adam's update."""
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
 
 from transformer_lite.data import BOS, EOS, PAD
-from transformer_lite.training import noam_lr, teacher_forcing
+from transformer_lite.training import teacher_forcing
 
-from . import Wrong, call, close, exercise, number, tensor
+from . import Wrong, call, close, exercise, tensor
 
 
 def _pair(out, name):
@@ -121,43 +119,90 @@ def exercise_11_2(my_smoothed_loss):
 
 # ---- 11.3: the warm-up schedule --------------------------------------------------------------------------------
 
-@exercise("11.3", wrong=[lambda: (4001, (512 * 4000) ** -0.5, 16000), lambda: (4000, 4000 ** -0.5, 16000),
-                         lambda: (4000, (512 * 4000) ** -0.5, 8000)])
-def exercise_11_3(my_peak_step, my_peak_lr, my_half_step):
-    d_model, warmup = 512, 4000
-    lrs = [noam_lr(k, d_model, warmup) for k in range(1, 6 * warmup)]
-    peak_step = max(range(len(lrs)), key=lrs.__getitem__) + 1
-    half_step = min(range(peak_step, len(lrs) + 1), key=lambda k: abs(lrs[k - 1] - lrs[peak_step - 1] / 2))
-    number(my_peak_step, peak_step, "my_peak_step", rel=0, abs_=0.5,
-           hint="the two branches of min(k^-0.5, k w^-1.5) meet where k^-0.5 = k w^-1.5; steps count from 1.")
-    number(my_peak_lr, lrs[peak_step - 1], "my_peak_lr", rel=1e-4,
-           hint="put k = warmup_steps into d_model^-0.5 min(k^-0.5, k w^-1.5): do not forget the d_model^-0.5.")
-    number(my_half_step, half_step, "my_half_step", rel=0, abs_=0.5,
-           hint="after the peak the rate falls as 1/sqrt(k): to halve it, k must grow four-fold, not two-fold.")
-    return f"the rate peaks at step {peak_step} with (512 x 4000)^-0.5 and is half of that at step {half_step}."
+def _clip_reference(grads, max_norm):
+    params = [torch.zeros_like(g, requires_grad=True) for g in grads]
+    for p, g in zip(params, grads):
+        p.grad = g.clone()
+    torch.nn.utils.clip_grad_norm_(params, max_norm)
+    return [p.grad for p in params]
 
 
-# ---- 11.4: perplexity --------------------------------------------------------------------------------------------
-
-_P_RIGHT = (0.5, 0.25, 1.0, 0.125)
-_V_PAPER = 37_000
+def _clip_each(grads, max_norm):  # each tensor by its own norm
+    return [g * min(1.0, max_norm / float(g.norm())) for g in grads]
 
 
-@exercise("11.4", wrong=[lambda: (1.0397, 3.75, _V_PAPER), lambda: (1.5, 2 ** 1.5, _V_PAPER),
-                         lambda: (1.0397, 2.8284, math.log(_V_PAPER)), lambda: (4.1589, 64.0, _V_PAPER)])
-def exercise_11_4(my_loss, my_perplexity, my_uniform_perplexity):
-    p = torch.tensor(_P_RIGHT, dtype=torch.float64)
-    loss = float(-p.log().mean())
-    number(my_loss, loss, "my_loss", rel=1e-3,
-           hint="the mean over the four positions of -ln p (natural log: the loss is in nats per token).")
-    number(my_perplexity, math.exp(loss), "my_perplexity", rel=1e-3,
-           hint="perplexity = exp(mean cross-entropy) = the geometric mean of 1/p, not the arithmetic mean.")
-    logits = torch.zeros(5, _V_PAPER)
-    uniform = math.exp(float(F.cross_entropy(logits, torch.tensor([0, 7, 99, 1234, 36_999]))))
-    number(my_uniform_perplexity, uniform, "my_uniform_perplexity", rel=1e-3,
-           hint="equal logits give p = 1/V to every word: the loss is ln V, and the perplexity exp(ln V).")
-    return (f"loss {loss:.4f} nats per token, perplexity {math.exp(loss):.4f} (as unsure as a fair choice among "
-            f"{math.exp(loss):.2f} words); knowing nothing, the perplexity is V = {_V_PAPER}.")
+def _clip_values(grads, max_norm):  # clip_grad_value_: every entry into [-max_norm, max_norm]
+    return [g.clamp(-max_norm, max_norm) for g in grads]
+
+
+def _always_rescale(grads, max_norm):  # scales up small gradients too
+    total = float(torch.cat([g.flatten() for g in grads]).norm())
+    return [g * max_norm / total for g in grads]
+
+
+@exercise("11.3", wrong=[lambda: (_clip_each,), lambda: (_clip_values,), lambda: (_always_rescale,)])
+def exercise_11_3(my_clip):
+    gen = torch.Generator().manual_seed(0)
+    grads = [torch.randn(4, 3, generator=gen), 5 * torch.randn(7, generator=gen), 0.1 * torch.randn(2, 2, generator=gen)]
+    total = float(torch.cat([g.flatten() for g in grads]).norm())
+    for max_norm, case in ((0.5 * total, "a joint norm above max_norm"), (2 * total, "a joint norm below max_norm")):
+        got = call(my_clip, [g.clone() for g in grads], max_norm, name="my_clip(grads, max_norm)")
+        if not isinstance(got, (list, tuple)) or len(got) != len(grads):
+            raise Wrong(f"my_clip should return a list of {len(grads)} tensors, one per gradient, got {type(got).__name__}.")
+        for i, (mine, ref) in enumerate(zip(got, _clip_reference(grads, max_norm))):
+            close(tensor(mine, f"my_clip(...)[{i}]", tuple(ref.shape)), ref, f"my_clip(...)[{i}] for {case}",
+                  atol=1e-5, rtol=1e-4,
+                  hint="the norm is that of ALL the gradients together, as one vector; below max_norm nothing "
+                       "changes; above it every gradient is multiplied by the same max_norm / norm.")
+    return "your clipping equals torch.nn.utils.clip_grad_norm_: one factor for all gradients, only above max_norm."
+
+
+# ---- 11.4: bug hunt, a loss that counts padding ------------------------------------------------------------------
+
+def suspect_loss(logits, labels):
+    """Exercise 11.4's suspect: meant to be the cross-entropy over the real positions; it has one silent bug."""
+    from transformer_lite import pitfalls
+
+    return pitfalls.cross_entropy_counting_padding(logits, labels)
+
+
+def _padding_experiment(loss_fn):
+    gen = torch.Generator().manual_seed(0)
+    logits, labels = torch.randn(2, 5, 9, generator=gen), torch.tensor([[4, 5, 6, 2, PAD], [4, 2, PAD, PAD, PAD]])
+    more_logits = torch.cat([logits, torch.randn(2, 3, 9, generator=gen)], dim=1)
+    more_labels = torch.cat([labels, torch.full((2, 3), PAD)], dim=1)
+    return torch.allclose(loss_fn(logits, labels), loss_fn(more_logits, more_labels))
+
+
+_DIAGNOSES = ("padding", "shift", "smoothing")
+
+
+@exercise("11.4", wrong=[lambda: ("shift", _padding_experiment), lambda: ("smoothing", _padding_experiment),
+                         lambda: ("padding", lambda loss_fn: True), lambda: ("padding", lambda loss_fn: False)])
+def exercise_11_4(my_diagnosis, my_test):
+    from transformer_lite.training import label_smoothed_cross_entropy
+
+    if not isinstance(my_diagnosis, str) or my_diagnosis.strip().lower() not in _DIAGNOSES:
+        raise Wrong(f"my_diagnosis should be one of {list(_DIAGNOSES)}, got {my_diagnosis!r}.")
+    right = lambda logits, labels: label_smoothed_cross_entropy(logits, labels)  # noqa: E731
+    verdicts = {}
+    for name, fn in (("the right loss", right), ("suspect_loss", suspect_loss)):
+        with torch.no_grad():
+            v = call(my_test, fn, name="my_test(loss_fn)")
+        if not isinstance(v, (bool, torch.Tensor)) or (isinstance(v, torch.Tensor) and v.numel() != 1):
+            raise Wrong(f"my_test should return True or False, got {v!r} for {name}.")
+        verdicts[name] = bool(v)
+    if not verdicts["the right loss"]:
+        raise Wrong("my_test fails the right loss (label_smoothed_cross_entropy): a test must pass it.",
+                    hint="compare the two losses with torch.allclose, not ==.")
+    if verdicts["suspect_loss"]:
+        raise Wrong("my_test passes suspect_loss: it does not catch the bug.",
+                    hint="the suspect is right on a batch without padding: append columns of <pad> to the targets.")
+    if my_diagnosis.strip().lower() != "padding":
+        raise Wrong(f"your test catches the suspect, but the bug is not {my_diagnosis!r}.",
+                    hint="which experiment of the chapter did your test run?")
+    return ("suspect_loss averages over every position, padding included (no ignore_index): it trains the model to "
+            "predict <pad>, and its value changes when more padding is appended.")
 
 
 # ---- 11.5: Adam by hand --------------------------------------------------------------------------------------------

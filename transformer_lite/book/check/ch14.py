@@ -6,7 +6,7 @@ import torch
 import transformer_lite as tl
 from transformer_lite import language_models as lm
 
-from . import Wrong, call, exercise, number
+from . import Wrong, call, exercise
 
 
 def _keep_mistakes():
@@ -47,19 +47,53 @@ def exercise_14_1(my_keep):
     return "an encoder-only token sees every key; a decoder-only token sees itself and the keys before it."
 
 
-@exercise("14.2", wrong=[lambda: ((0.15, 0.15),), lambda: ((0.12, 0.12),), lambda: ((0.8, 0.15),),
-                         lambda: ((0.12, 0.135),)])
-def exercise_14_2(my_rates):
-    try:
-        masked, scored = my_rates
-    except (TypeError, ValueError):
-        raise Wrong(f"my_rates should be a pair (masked, scored), got {my_rates!r}.") from None
-    number(masked, 0.15 * 0.8, "the fraction replaced by [MASK]",
-           hint="15 % are selected, and 80 % of the selected become [MASK].", rel=1e-3)
-    number(scored, 0.15, "the fraction scored by the loss",
-           hint="every selected token is scored, whether it became [MASK], a random token or stayed the same.",
-           rel=1e-3)
-    return "12 % of the tokens become [MASK], and 15 % are scored (the masked, the random and the kept ones)."
+def suspect_gpt(model):
+    """Exercise 14.2's suspect: a copy of the decoder-only model ``model`` (same weights) with one silent bug."""
+    from transformer_lite import pitfalls
+
+    return pitfalls.decoder_only_lm_seeing_one_ahead(model)
+
+
+def _leak_test(model):  # chapter 8's test: change token t, and no row before t may move
+    ids = torch.tensor([[1, 5, 6, 7, 8, 9]])
+    for t in range(1, ids.shape[1]):
+        changed = ids.clone()
+        changed[0, t] = 10 if ids[0, t] != 10 else 11
+        if (model(ids)[0, :t] != model(changed)[0, :t]).any():
+            return False
+    return True
+
+
+_MASK_DIAGNOSES = ("future", "itself", "past")
+
+
+@exercise("14.2", wrong=[lambda: ("itself", _leak_test), lambda: ("past", _leak_test),
+                         lambda: ("future", lambda model: True), lambda: ("future", lambda model: False)])
+def exercise_14_2(my_diagnosis, my_test):
+    if not isinstance(my_diagnosis, str) or my_diagnosis.strip().lower() not in _MASK_DIAGNOSES:
+        raise Wrong(f"my_diagnosis should be one of {list(_MASK_DIAGNOSES)}, got {my_diagnosis!r}.")
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        right = lm.DecoderOnlyLM(128, d_model=32, nhead=4, num_layers=2, max_len=32).eval()  # room for any small ids
+    verdicts = {}
+    for name, model in (("a correct DecoderOnlyLM", right), ("the suspect", suspect_gpt(right))):
+        with torch.no_grad():
+            v = call(my_test, model, name="my_test(model)")
+        if not isinstance(v, (bool, torch.Tensor)) or (isinstance(v, torch.Tensor) and v.numel() != 1):
+            raise Wrong(f"my_test should return True or False, got {v!r} for {name}.")
+        verdicts[name] = bool(v)
+    if not verdicts["a correct DecoderOnlyLM"]:
+        raise Wrong("my_test fails a correct DecoderOnlyLM: a test must pass the right model.",
+                    hint="use token ids the model knows (below model.vocab_size, 128 here; 1 is <bos>), and "
+                         "compare only the rows BEFORE the token you changed.")
+    if verdicts["the suspect"]:
+        raise Wrong("my_test passes the suspect: it does not catch the bug.",
+                    hint="change one token t and compare every earlier row of logits, t - 1 included.")
+    if my_diagnosis.strip().lower() != "future":
+        raise Wrong(f"your test catches the suspect, but the bug is not {my_diagnosis!r}.",
+                    hint="which rows moved when you changed token t?")
+    return ("the suspect's mask lets each position see the next token, the very token it must predict (and, through "
+            "each further layer, one more): trained with it, a model learns to copy, and generates nonsense.")
 
 
 def _gpt_count(V, context, D, N):
