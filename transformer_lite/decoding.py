@@ -162,7 +162,8 @@ class BeamTrace:
     ended: list
     best: list
 
-    def _live_path(self, b: int, t: int, k: int) -> list[tuple[int, int, int]]:
+    def live_path(self, b: int, t: int, k: int) -> list[tuple[int, int, int]]:
+        """Live beam ``k`` of row ``b`` after step ``t``, from the root: [(step, beam, token), ...]."""
         out = []
         for s in range(t, -1, -1):
             out.append((s, k, int(self.tokens[s][b, k])))
@@ -173,8 +174,8 @@ class BeamTrace:
         """The returned hypothesis of row ``b``, from the root: [(step, beam, token), ...]."""
         step, k, ended = self.best[b]
         if not ended:
-            return self._live_path(b, step, k)
-        return self._live_path(b, step - 1, k) + [(step, k, self.eos_id)]
+            return self.live_path(b, step, k)
+        return self.live_path(b, step - 1, k) + [(step, k, self.eos_id)]
 
     def finished(self, b: int) -> list[tuple[list[int], float]]:
         """Every finished hypothesis the search set aside for row ``b``: (tokens after ``<bos>``, log P)."""
@@ -182,7 +183,7 @@ class BeamTrace:
         for t, ended in enumerate(self.ended):
             for k in range(ended.shape[1]):
                 if ended[b, k] > float("-inf"):
-                    prefix = [tok for _, _, tok in self._live_path(b, t - 1, k)] if t > 0 else []
+                    prefix = [tok for _, _, tok in self.live_path(b, t - 1, k)] if t > 0 else []
                     out.append((prefix + [self.eos_id], float(ended[b, k])))
         return out
 
@@ -290,7 +291,7 @@ def _best_in_trace(trace: BeamTrace, b: int, tokens: list[int], ended: bool) -> 
         return (step, 0, False)
     for k in range(trace.ended[step].shape[1]):
         if trace.ended[step][b, k] > float("-inf") and (
-                step == 0 or [tok for _, _, tok in trace._live_path(b, step - 1, k)] == tokens[:-1]):
+                step == 0 or [tok for _, _, tok in trace.live_path(b, step - 1, k)] == tokens[:-1]):
             return (step, k, True)
     raise AssertionError("the returned hypothesis is not in the trace")  # cannot happen
 
