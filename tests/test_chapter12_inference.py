@@ -10,8 +10,8 @@ import torch
 
 import transformer_lite as tl
 from transformer_lite.data import BOS, EOS, PAD
-from transformer_lite.decoding import (beam_search, beam_search_keep_finished, greedy_decode, length_penalty_gnmt, sample,
-                                       sequence_log_prob)
+from transformer_lite.decoding import (beam_search, beam_search_keep_finished, exact_match, greedy_decode,
+                                       length_penalty_gnmt, sample, sequence_log_prob)
 from transformer_lite.book.pretrained import tiny_translator
 
 V = 13
@@ -180,41 +180,38 @@ def test_shipped_translator_beam_beats_greedy_and_greedy_loops_on_cat(translator
     assert len(words(b[1]).split()) < 20
 
 
-def test_shipped_translator_beam_is_sometimes_less_probable_than_greedy(translator):
-    # the chapter's prediction 12.1 and exercise 12.2: on "he writes books" the search stops once 4 hypotheses have
-    # finished, while greedy's more probable output is still live
+def test_shipped_translator_beam_of_four_is_never_less_probable_here_and_exact_on_held_out(translator):
+    # the stopping rule keeps searching while a live hypothesis could still beat the finished ones: on "he writes
+    # books" it runs until greedy's more probable output has finished (stopping at k finished lost it)
     model, data = translator
     src = data.encode_source("he writes books")
     g = greedy_decode(model, src, 20, BOS, EOS)
-    b, trace = beam_search(model, src, 4, 20, BOS, EOS, return_trace=True)
-    assert float(sequence_log_prob(model, src, b, EOS)) < float(sequence_log_prob(model, src, g, EOS)) - 0.3
-    steps = len(trace.tokens)
-    live = [[tok for _, _, tok in trace.live_path(0, steps - 1, k)] for k in range(4)]
-    assert len(trace.finished(0)) == 4 and g[0, 1:1 + steps].tolist() in live
-    from transformer_lite.book import check
-    assert check.exercise_12_2(steps, True).status == "right"
+    b = beam_search(model, src, 4, 20, BOS, EOS)
+    assert float(sequence_log_prob(model, src, b, EOS)) >= float(sequence_log_prob(model, src, g, EOS)) - 1e-4
+    n = 200
+    acc_g = exact_match(model, data.test_src[:n], data.test_tgt[:n], BOS, EOS)
+    acc_b = exact_match(model, data.test_src[:n], data.test_tgt[:n], BOS, EOS, beam_size=4)
+    assert acc_b >= acc_g - 0.01 and acc_b >= 0.97
 
 
-def test_shipped_translator_length_penalty_only_chooses_among_the_finished(translator):
-    # the chapter's table: the finished hypotheses of "does the cat eat rice ?" do not depend on alpha;
-    # alpha = 0 prefers a shorter one, alpha = 2 a longer one closer to the reference
+def test_shipped_translator_length_penalty_chooses_a_longer_hypothesis(translator):
+    # the chapter's table: among the finished hypotheses of "does the cat eat rice ?" (alpha = 0.6), alpha = 0
+    # prefers a shorter one, alpha = 2 a longer one closer to the reference; whole searches agree
     model, data = translator
     src = data.encode_source("does the cat eat rice ?")
-    sets = {}
-    for a in (0.0, 0.6, 2.0):
-        out, trace = beam_search(model, src, 4, 20, BOS, EOS, length_penalty=a, return_trace=True)
-        sets[a] = trace.finished(0)
-        best = max(sets[a], key=lambda h: h[1] / length_penalty_gnmt(len(h[0]), a))
-        assert out[0, 1:1 + len(best[0])].tolist() == best[0]
-        sets[a] = [(tokens, round(logp, 4)) for tokens, logp in sets[a]]
-        if a == 0.0:
-            short = best[0]
-        if a == 2.0:
-            long = best[0]
-    assert sets[0.0] == sets[0.6] == sets[2.0]
+    _, trace = beam_search(model, src, 4, 20, BOS, EOS, return_trace=True)
+    best = {}
+    for a in (0.0, 0.6, 1.0, 2.0):
+        best[a] = max(trace.finished(0), key=lambda h: h[1] / length_penalty_gnmt(len(h[0]), a))[0]
+        out = beam_search(model, src, 4, 20, BOS, EOS, length_penalty=a)
+        assert out[0, 1:1 + len(best[a])].tolist() == best[a]
     ref = "猫 吃 饭 吗 ?"
     words = lambda t: data.tgt_vocab.decode([BOS] + t)  # noqa: E731
-    assert len(long) > len(short) and _edit_distance(words(long), ref) < _edit_distance(words(short), ref)
+    assert len(best[2.0]) > len(best[0.0])
+    assert _edit_distance(words(best[2.0]), ref) < _edit_distance(words(best[0.0]), ref)
+    from transformer_lite.book import check
+    assert check.exercise_12_2(lambda finished, alpha: max(
+        finished, key=lambda h: h[1] / length_penalty_gnmt(len(h[0]), alpha))[0]).status == "right"
 
 
 def test_shipped_translator_exposure_bias(translator):
@@ -236,7 +233,7 @@ def test_shipped_translator_sets_finished_hypotheses_apart_on_cat(translator):
     out, trace = beam_search(model, data.encode_source("cat"), 4, 20, BOS, EOS, length_penalty=0.6, return_trace=True)
     assert all(bool(lp.isfinite().all()) for lp in trace.log_probs)  # 4 live hypotheses at every step
     assert not (torch.stack(trace.tokens) == EOS).any()
-    assert len(trace.finished(0)) == 4 and len(trace.tokens) < 20
+    assert len(trace.finished(0)) >= 4 and len(trace.tokens) < 20
     assert data.tgt_vocab.decode(out[0].tolist()) == "猫 买 猫"
 
 
@@ -276,7 +273,6 @@ def test_older_design_length_penalty_prunes_during_the_search(translator):
     during, trace2 = beam_search_keep_finished(model, src, 4, 20, BOS, EOS, length_penalty=2.0, return_trace=True)
     got = data.tgt_vocab.decode(during[0].tolist())
     assert len(got.split()) > 10 and _lost_slots(trace2) > 0
-    assert data.tgt_vocab.decode(beam_search(model, src, 4, 20, BOS, EOS, length_penalty=2.0)[0].tolist()) == "猫 买 猫"
 
 
 # ---- the attention benchmark (moved here from chapter 0) -------------------------------------------------------------

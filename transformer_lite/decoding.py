@@ -199,13 +199,14 @@ def beam_search(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, b
     candidates are ranked by their log-probability log P(y | x) (all have the same length). A candidate
     ending with ``eos_id`` that ranks among the best K is *finished*: it is set aside, and the best K
     candidates that do not end with ``eos_id`` are the next live hypotheses, so the beam never narrows
-    (the design of fairseq and of Hugging Face's ``BeamSearchScorer`` with ``early_stopping=True``;
-    tensor2tensor also keeps finished and live hypotheses apart). A sentence is done once K hypotheses
-    have finished (or after ``max_new_tokens`` tokens); the finished ones are then compared by
-    log P(y | x) / lp(y) with the GNMT length penalty lp(y) = ((5 + |y|) / 6)^length_penalty
-    (Wu et al. 2016; |y| counts the tokens after ``<bos>``, ``<eos>`` included). ``length_penalty=0``
-    compares by log-probability alone, which favours short outputs. If none finished, the most
-    probable live hypothesis is returned.
+    (the design of tensor2tensor, fairseq and Hugging Face's ``BeamSearchScorer``). Finished hypotheses
+    are compared by log P(y | x) / lp(y) with the GNMT length penalty lp(y) = ((5 + |y|) / 6)^length_penalty
+    (Wu et al. 2016; |y| counts the tokens after ``<bos>``, ``<eos>`` included), and each sentence keeps
+    the K best. ``length_penalty=0`` compares by log-probability alone, which favours short outputs.
+    A sentence is done once K have finished and its best live hypothesis, scored as if it ended now,
+    is no better than the worst of them (Hugging Face's default rule, ``early_stopping=False``), or
+    after ``max_new_tokens`` tokens. The best finished hypothesis is returned (if none finished, the
+    most probable live one).
 
     With ``beam_size=1`` this is exactly :func:`greedy_decode`. The older design of this package, in which
     finished hypotheses keep their beam slots, is :func:`beam_search_keep_finished`.
@@ -227,7 +228,8 @@ def beam_search(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, b
     # Only beam 0 is alive at the start, so the first step does not pick K copies of one token.
     score = torch.full((B, K), float("-inf"), device=dev)
     score[:, 0] = 0.0  # (B, K) cumulative log-probabilities of the live hypotheses
-    finished = [[] for _ in range(B)]  # per row: (log P / lp, tokens after <bos>) of the hypotheses set aside
+    finished = [[] for _ in range(B)]  # per row: the K best (log P / lp, tokens after <bos>) set aside so far
+    done = [False] * B
     trace = BeamTrace([], [], [], [], [], eos_id)
     rank = torch.arange(2 * K, device=dev)
 
@@ -239,19 +241,27 @@ def beam_search(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, b
         top_score, top = cand.topk(2 * K, dim=-1)  # (B, 2K): at most K of them end with <eos>
         parent, token = top // V, top % V  # (B, 2K) each
         is_eos = token == eos_id
+        lp_now = float(length_penalty_gnmt(t + 1, length_penalty))  # every candidate has t + 1 tokens
 
-        # Finished: a candidate ending with <eos> among the best K is set aside (until the row holds K).
+        # Finished: a candidate ending with <eos> among the best K is set aside; the row keeps the K best.
         ended = torch.full((B, K), float("-inf"))
         for b, r in (is_eos & (rank < K) & top_score.isfinite()).nonzero().tolist():
-            if len(finished[b]) < K:
-                k, logp = int(parent[b, r]), float(top_score[b, r])
-                tokens = ys[b * K + k, 1:].tolist() + [eos_id]
-                finished[b].append((logp / float(length_penalty_gnmt(t + 1, length_penalty)), tokens))
-                ended[b, k] = logp
+            k, logp = int(parent[b, r]), float(top_score[b, r])
+            if done[b] or (len(finished[b]) == K and logp / lp_now <= min(f[0] for f in finished[b])):
+                continue
+            finished[b].append((logp / lp_now, ys[b * K + k, 1:].tolist() + [eos_id]))
+            if len(finished[b]) > K:  # drop the worst (the first of equals)
+                finished[b].pop(min(range(len(finished[b])), key=lambda j: finished[b][j][0]))
+            ended[b, k] = logp
         # Live: the best K candidates that do not end with <eos>.
         keep = torch.where(is_eos, 2 * K + rank, rank).argsort(dim=-1)[:, :K]  # (B, K): non-<eos> first, in rank order
         parent, token = parent.gather(1, keep), token.gather(1, keep)  # (B, K) each
         score = top_score.gather(1, keep)
+        # Done: K have finished, and the best live hypothesis, scored as if it ended now, is no better than the
+        # worst of them (Hugging Face's default rule; with K = 1 the first <eos> ends the search, as in greedy).
+        for b in range(B):
+            done[b] = done[b] or (len(finished[b]) == K and
+                                  min(f[0] for f in finished[b]) >= float(score[b, 0]) / lp_now)
 
         rows = (parent + torch.arange(B, device=dev)[:, None] * K).view(-1)  # (B*K,) flat index of each parent
         ys = torch.cat([ys.index_select(0, rows), token.view(-1, 1)], dim=1)  # (B*K, t + 2)
@@ -262,7 +272,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, b
             trace.tokens.append(token.cpu())
             trace.log_probs.append(score.cpu())
             trace.ended.append(ended)
-        if all(len(f) >= K for f in finished):
+        if all(done):
             break
 
     out = []

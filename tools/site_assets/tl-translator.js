@@ -164,13 +164,19 @@
   function lp(length, alpha) { return Math.pow((5 + length) / 6, alpha); }  // length_penalty_gnmt
 
   async function beamSearch(R, memory, ids, K) {  // transformer_lite.decoding.beam_search, one sentence
-    // K live hypotheses; a candidate ending with <eos> among the best K is set aside as finished;
-    // done once K have finished; the finished ones are compared by log P / lp(|y|)
+    // K live hypotheses; a candidate ending with <eos> among the best K is set aside as finished (the K best are
+    // kept); done once K have finished and the best live one, scored as if it ended now, is no better than the
+    // worst of them; the best finished one by log P / lp(|y|) is returned
     var M = R.M, V = M.tgt_vocab.length, alpha = M.decoding.length_penalty, eos = M.special.eos;
     var ys = [], score = [], finished = [];
+    var worst = function () {  // the index of the worst finished hypothesis (the first of equals)
+      var w = 0;
+      for (var i = 1; i < finished.length; i++) if (finished[i].score < finished[w].score) w = i;
+      return w;
+    };
     for (var k = 0; k < K; k++) { ys.push([M.special.bos]); score.push(k === 0 ? 0 : -Infinity); }
     for (var step = 0; step < M.decoding.max_new_tokens; step++) {
-      var logits = (await decode(R, memory, ids, ys)).logits.data, T = ys[0].length;
+      var logits = (await decode(R, memory, ids, ys)).logits.data, T = ys[0].length, lpNow = lp(step + 1, alpha);
       var cand = new Float64Array(K * V);
       for (k = 0; k < K; k++) {
         var off = (k * T + T - 1) * V, max = -Infinity, sum = 0, v;
@@ -189,16 +195,19 @@
       var nys = [], nscore = [];
       order.forEach(function (idx, r) {
         var parent = Math.floor(idx / V), token = idx % V;
-        if (token === eos) {  // finished: set aside if among the best K (until K have finished)
-          if (r < K && isFinite(cand[idx]) && finished.length < K)
-            finished.push({score: cand[idx] / lp(step + 1, alpha), ys: ys[parent].slice(1).concat([eos])});
+        if (token === eos) {  // finished: set aside if among the best K; the K best are kept
+          if (r >= K || !isFinite(cand[idx])) return;
+          var s = cand[idx] / lpNow;
+          if (finished.length === K && !(s > finished[worst()].score)) return;
+          finished.push({score: s, ys: ys[parent].slice(1).concat([eos])});
+          if (finished.length > K) finished.splice(worst(), 1);
         } else if (nys.length < K) {  // live: the best K that do not end with <eos>
           nys.push(ys[parent].concat([token]));
           nscore.push(cand[idx]);
         }
       });
       ys = nys; score = nscore;
-      if (finished.length >= K) break;
+      if (finished.length === K && finished[worst()].score >= score[0] / lpNow) break;
     }
     if (!finished.length) return ys[0].slice(1);  // none finished: the most probable live hypothesis
     var best = finished[0];

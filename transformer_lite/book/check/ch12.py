@@ -1,5 +1,5 @@
-"""Checks of chapter 12's exercises (transformer_lite.book.check): a greedy step, why beam search lost to greedy
-decoding on one sentence, nucleus sampling and one step of beam search."""
+"""Checks of chapter 12's exercises (transformer_lite.book.check): a greedy step, beam search's final choice among
+the finished hypotheses, nucleus sampling and one step of beam search."""
 from __future__ import annotations
 
 import functools
@@ -53,36 +53,51 @@ def exercise_12_1(my_greedy_step):
     return "your step appends argmax(logits[:, -1]) for every row: repeat it and you have greedy decoding."
 
 
-# ---- 12.2: why beam search lost on "he writes books" -----------------------------------------------------------------
+# ---- 12.2: the final choice among the finished hypotheses --------------------------------------------------------------
 
-@functools.lru_cache(maxsize=1)
-def _why_beam_lost():
-    from transformer_lite.decoding import beam_search, greedy_decode
+def _choose(finished, alpha, length=len, first=True, divide=True):
+    best = None
+    for tokens, log_p in finished:
+        lp = ((5 + length(tokens)) / 6) ** alpha
+        score = log_p / lp if divide else log_p * lp
+        if best is None or score > best[0] or (not first and score == best[0]):
+            best = (score, tokens)
+    return best[1]
 
+
+_SYNTHETIC = [([7, 2], -1.0), ([5, 6, 7, 8, 2], -1.6), ([5, 9, 2], -1.2), ([5, 9, 9, 2], -1.2 * (9 / 8) ** 0.6)]
+
+
+@exercise("12.2", wrong=[lambda: (lambda finished, alpha: _choose(finished, 0.0),),
+                         lambda: (lambda finished, alpha: _choose(finished, alpha, length=lambda t: len(t) - 1),),
+                         lambda: (lambda finished, alpha: _choose(finished, alpha, first=False),),
+                         lambda: (lambda finished, alpha: _choose(finished, alpha, divide=False),)])
+def exercise_12_2(my_choose):
+    from transformer_lite.decoding import beam_search
+
+    cases = [(_SYNTHETIC, a) for a in (0.0, 0.6, 2.0)] + [(_SYNTHETIC[2:], 0.6)]   # the last: a tie
     model, data = _translator()
-    src = data.encode_source("he writes books")
-    greedy = greedy_decode(model, src, 20, BOS, EOS)[0, 1:].tolist()
-    _, trace = beam_search(model, src, 4, 20, BOS, EOS, return_trace=True)
-    steps = len(trace.tokens)
-    live = [[tok for _, _, tok in trace.live_path(0, steps - 1, k)] for k in range(4)]
-    return steps, greedy[:steps] in live, len(greedy) - steps
-
-
-@exercise("12.2", wrong=[lambda: (20, False), lambda: (_why_beam_lost()[0] + 1, _why_beam_lost()[1]),
-                         lambda: (_why_beam_lost()[0], not _why_beam_lost()[1])])
-def exercise_12_2(my_steps, my_greedy_was_live):
-    steps, was_live, short = _why_beam_lost()
-    number(my_steps, steps, "my_steps", rel=0, abs_=0.5,
-           hint="the number of steps is len(trace.tokens): one entry per step the search ran.")
-    if not isinstance(my_greedy_was_live, bool):
-        raise Wrong(f"my_greedy_was_live should be True or False, got {my_greedy_was_live!r}.")
-    if my_greedy_was_live != was_live:
-        raise Wrong("my_greedy_was_live is not what the trace says.",
-                    "compare greedy_tokens[:my_steps] with [tok for _, _, tok in trace.live_path(0, my_steps - 1, k)] "
-                    "for k = 0 .. 3.")
-    return (f"the search stopped after {steps} steps, when 4 hypotheses had finished; greedy's output was "
-            f"{f'still live, {short} token(s) short of its <eos>' if was_live else 'no longer live'}: the stopping rule, not "
-            f"the beam, lost it.")
+    for english in ("does the cat eat rice ?", "i have two cats today", "cat"):
+        for a in (0.0, 0.6, 2.0):
+            out, trace = beam_search(model, data.encode_source(english), 4, 20, BOS, EOS, length_penalty=a,
+                                     return_trace=True)
+            cases.append((trace.finished(0), a, [t for t in out[0, 1:].tolist() if t != model.pad_id]))
+    for case in cases:
+        finished, alpha = case[0], case[1]
+        expected = case[2] if len(case) > 2 else _choose(finished, alpha)
+        got = call(my_choose, [(list(t), lp) for t, lp in finished], alpha, name="my_choose")
+        got = list(got.tolist() if hasattr(got, "tolist") else got) if got is not None else got
+        if got != expected:
+            hint = "score each hypothesis by log_p / ((5 + len(tokens)) / 6) ** alpha and return the best one's tokens."
+            if got == _choose(finished, 0.0):
+                hint = "you ranked by log P alone: divide by the length penalty ((5 + |y|) / 6) ** alpha."
+            elif got == _choose(finished, alpha, length=lambda t: len(t) - 1):
+                hint = "|y| counts the tokens after <bos> with <eos> included: len(tokens)."
+            elif got == _choose(finished, alpha, first=False):
+                hint = "among equal scores keep the first hypothesis (a strict > when you compare)."
+            raise Wrong(f"my_choose(..., alpha={alpha}) returned {got}, beam_search returns {expected}.", hint)
+    return ("your choice is beam_search's on every case: log P / lp(|y|), the first of equals; alpha changes the "
+            "winner, from a short hypothesis to a longer one.")
 
 
 # ---- 12.3: nucleus (top-p) sampling ---------------------------------------------------------------------------------
