@@ -10,7 +10,8 @@ import torch
 
 import transformer_lite as tl
 from transformer_lite.data import BOS, EOS, PAD
-from transformer_lite.decoding import beam_search, greedy_decode, length_penalty_gnmt, sample, sequence_log_prob
+from transformer_lite.decoding import (beam_search, beam_search_keep_finished, exact_match, greedy_decode,
+                                       length_penalty_gnmt, sample, sequence_log_prob)
 from transformer_lite.book.pretrained import tiny_translator
 
 V = 13
@@ -113,22 +114,16 @@ def test_greedy_decode_equals_a_hand_written_loop_and_beam_of_one(model, src):
     assert torch.equal(beam1, greedy)
 
 
-def test_beam_search_ranks_by_length_normalised_log_probability(model, src):
-    # The returned hypothesis is the finished one with the best log P / lp among those in the trace.
+def test_beam_search_returns_the_best_finished_hypothesis_by_length_normalised_log_probability(model, src):
+    # The returned hypothesis is the finished one with the best log P / lp among those set aside in the trace.
     out, trace = beam_search(model, src[:1], beam_size=4, max_new_tokens=12, bos_id=BOS, eos_id=EOS, length_penalty=0.6,
                              return_trace=True)
-    finished = []
-    for t in range(len(trace.tokens)):
-        for k in range(4):
-            if int(trace.tokens[t][0, k]) == EOS and not bool(trace.finished[t][0, k]):
-                finished.append((float(trace.log_probs[t][0, k]) / length_penalty_gnmt(t + 1, 0.6), t + 1))
+    finished = trace.finished(0)
+    assert len(finished) <= 4 and all(tokens[-1] == EOS for tokens, _ in finished)
     if finished:
-        best_len = max(finished)[1]
-        assert (out[0] != PAD).sum().item() == best_len + 1  # <bos> + tokens incl. <eos>
-    logp = sequence_log_prob(model, src[:1], out, EOS)
-    last = trace.path(0)
-    t_end = max(t for t, _, tok in last if tok != PAD)
-    assert math.isclose(float(logp), float(trace.log_probs[t_end][0, trace.best[0]]), rel_tol=1e-4, abs_tol=1e-4)
+        best = max(finished, key=lambda h: h[1] / length_penalty_gnmt(len(h[0]), 0.6))
+        assert out[0, 1:1 + len(best[0])].tolist() == best[0]
+        assert math.isclose(float(sequence_log_prob(model, src[:1], out, EOS)), best[1], rel_tol=1e-4, abs_tol=1e-4)
 
 
 def test_length_penalty_formula():
@@ -185,24 +180,38 @@ def test_shipped_translator_beam_beats_greedy_and_greedy_loops_on_cat(translator
     assert len(words(b[1]).split()) < 20
 
 
-def test_shipped_translator_length_penalty_picks_the_reference(translator):
-    # the chapter's table: among the finished hypotheses of a beam of 4 (searched with alpha = 2),
-    # alpha = 0 prefers a shorter wrong translation, alpha = 2 the reference
+def test_shipped_translator_beam_of_four_is_never_less_probable_here_and_exact_on_held_out(translator):
+    # the stopping rule keeps searching while a live hypothesis could still beat the finished ones: on "he writes
+    # books" it runs until greedy's more probable output has finished (stopping at k finished lost it)
     model, data = translator
-    src = data.encode_source("i have two cats today")
-    _, trace = beam_search(model, src, 4, 20, BOS, EOS, length_penalty=2.0, return_trace=True)
-    hyps = []
-    for t in range(len(trace.tokens)):
-        for k in range(trace.tokens[t].shape[1]):
-            if int(trace.tokens[t][0, k]) == EOS and not bool(trace.finished[t][0, k]):
-                toks, kk = [], k
-                for s in range(t, -1, -1):
-                    toks.append(int(trace.tokens[s][0, kk]))
-                    kk = int(trace.parents[s][0, kk])
-                hyps.append((data.tgt_vocab.decode([BOS] + toks[::-1]), t + 1, float(trace.log_probs[t][0, k])))
-    best = {a: max(hyps, key=lambda h: h[2] / length_penalty_gnmt(h[1], a)) for a in (0.0, 2.0)}
-    assert best[2.0][0] == "我 今天 有 两 只 猫"
-    assert best[0.0][1] < best[2.0][1]
+    src = data.encode_source("he writes books")
+    g = greedy_decode(model, src, 20, BOS, EOS)
+    b = beam_search(model, src, 4, 20, BOS, EOS)
+    assert float(sequence_log_prob(model, src, b, EOS)) >= float(sequence_log_prob(model, src, g, EOS)) - 1e-4
+    n = 200
+    acc_g = exact_match(model, data.test_src[:n], data.test_tgt[:n], BOS, EOS)
+    acc_b = exact_match(model, data.test_src[:n], data.test_tgt[:n], BOS, EOS, beam_size=4)
+    assert acc_b >= acc_g - 0.01 and acc_b >= 0.97
+
+
+def test_shipped_translator_length_penalty_chooses_a_longer_hypothesis(translator):
+    # the chapter's table: among the finished hypotheses of "does the cat eat rice ?" (alpha = 0.6), alpha = 0
+    # prefers a shorter one, alpha = 2 a longer one closer to the reference; whole searches agree
+    model, data = translator
+    src = data.encode_source("does the cat eat rice ?")
+    _, trace = beam_search(model, src, 4, 20, BOS, EOS, return_trace=True)
+    best = {}
+    for a in (0.0, 0.6, 1.0, 2.0):
+        best[a] = max(trace.finished(0), key=lambda h: h[1] / length_penalty_gnmt(len(h[0]), a))[0]
+        out = beam_search(model, src, 4, 20, BOS, EOS, length_penalty=a)
+        assert out[0, 1:1 + len(best[a])].tolist() == best[a]
+    ref = "猫 吃 饭 吗 ?"
+    words = lambda t: data.tgt_vocab.decode([BOS] + t)  # noqa: E731
+    assert len(best[2.0]) > len(best[0.0])
+    assert _edit_distance(words(best[2.0]), ref) < _edit_distance(words(best[0.0]), ref)
+    from transformer_lite.book import check
+    assert check.exercise_12_2(lambda finished, alpha: max(
+        finished, key=lambda h: h[1] / length_penalty_gnmt(len(h[0]), alpha))[0]).status == "right"
 
 
 def test_shipped_translator_exposure_bias(translator):
@@ -219,6 +228,17 @@ def test_shipped_translator_exposure_bias(translator):
     assert acc_bad < acc_clean - 0.02  # measured: 0.956 against 0.999
 
 
+def test_shipped_translator_sets_finished_hypotheses_apart_on_cat(translator):
+    model, data = translator
+    out, trace = beam_search(model, data.encode_source("cat"), 4, 20, BOS, EOS, length_penalty=0.6, return_trace=True)
+    assert all(bool(lp.isfinite().all()) for lp in trace.log_probs)  # 4 live hypotheses at every step
+    assert not (torch.stack(trace.tokens) == EOS).any()
+    assert len(trace.finished(0)) >= 4 and len(trace.tokens) < 20
+    assert data.tgt_vocab.decode(out[0].tolist()) == "猫 买 猫"
+
+
+# ---- the deep dive: the older design, beam_search_keep_finished ---------------------------------------------------------
+
 def _lost_slots(trace, b=0):
     lost = 0
     for t in range(len(trace.tokens) - 1):
@@ -228,9 +248,10 @@ def _lost_slots(trace, b=0):
     return lost
 
 
-def test_shipped_translator_finished_hypotheses_narrow_the_beam(translator):
+def test_older_design_finished_hypotheses_narrow_the_beam(translator):
     model, data = translator
-    out, trace = beam_search(model, data.encode_source("cat"), 4, 20, BOS, EOS, length_penalty=0.6, return_trace=True)
+    out, trace = beam_search_keep_finished(model, data.encode_source("cat"), 4, 20, BOS, EOS, length_penalty=0.6,
+                                           return_trace=True)
     finished_after = [int((trace.finished[t][0] | (trace.tokens[t][0] == EOS)).sum()) for t in range(len(trace.tokens))]
     assert len(trace.tokens) == 20 and finished_after[-1] == 3 and 3 in finished_after[:6]
     assert data.tgt_vocab.decode(out[0].tolist()) == "猫 买 猫"
@@ -245,21 +266,13 @@ def test_shipped_translator_finished_hypotheses_narrow_the_beam(translator):
     assert frozen > 0
 
 
-def test_shipped_translator_length_penalty_prunes_during_the_search(translator):
-    # alpha = 2 on "cat": the package's search returns the repetition; alpha = 0 + the penalty at the end does not
+def test_older_design_length_penalty_prunes_during_the_search(translator):
+    # alpha = 2 on "cat": the older search returns the repetition; the usual design cannot (it never finished)
     model, data = translator
     src = data.encode_source("cat")
-    during, trace2 = beam_search(model, src, 4, 20, BOS, EOS, length_penalty=2.0, return_trace=True)
-    _, trace0 = beam_search(model, src, 4, 20, BOS, EOS, length_penalty=0.0, return_trace=True)
-    slots = []
-    for slot in range(4):
-        toks = [tok for _, _, tok in trace0.path(0, slot) if tok != PAD]
-        slots.append((EOS in toks, float(trace0.log_probs[-1][0, slot]) / float(length_penalty_gnmt(len(toks), 2.0)),
-                      toks))
-    at_end = data.tgt_vocab.decode([BOS] + max(slots)[2])
+    during, trace2 = beam_search_keep_finished(model, src, 4, 20, BOS, EOS, length_penalty=2.0, return_trace=True)
     got = data.tgt_vocab.decode(during[0].tolist())
-    assert at_end == "猫 买 猫" and got != at_end and len(got.split()) > 10
-    assert _lost_slots(trace2) > 0
+    assert len(got.split()) > 10 and _lost_slots(trace2) > 0
 
 
 # ---- the attention benchmark (moved here from chapter 0) -------------------------------------------------------------

@@ -101,23 +101,80 @@ def test_beam_search_output_format_and_trace():
     ends_properly(ys)
     assert torch.equal(ys, beam_search(model, src, 3, 10, BOS, EOS))
     assert isinstance(trace, BeamTrace) and len(trace.tokens) == len(trace.parents) == len(trace.log_probs)
-    assert trace.tokens[0].shape == (4, 3) and trace.best.shape == (4,)
+    assert len(trace.ended) == len(trace.tokens) and trace.tokens[0].shape == (4, 3) and len(trace.best) == 4
     assert (trace.parents[0] == 0).all()  # all first tokens extend <bos>
-    for t in range(1, len(trace.log_probs)):  # cumulative log-probabilities never increase along a path
-        parent_score = trace.log_probs[t - 1].gather(1, trace.parents[t])
-        assert (trace.log_probs[t] <= parent_score + 1e-6).all()
+    for t in range(len(trace.log_probs)):
+        assert not (trace.tokens[t] == EOS).any()  # live hypotheses never end with <eos>: finished ones are apart
+        if t > 0:  # cumulative log-probabilities never increase along a path
+            parent_score = trace.log_probs[t - 1].gather(1, trace.parents[t])
+            assert (trace.log_probs[t] <= parent_score + 1e-6).all()
+            assert (trace.ended[t] <= trace.log_probs[t - 1] + 1e-6).all()
     for b in range(4):  # following the best path back reproduces the returned tokens
         tokens = [tok for _, _, tok in trace.path(b)]
-        row = ys[b, 1:].tolist()
-        assert tokens[: len(row)] == row
+        row = [tok for tok in ys[b, 1:].tolist() if tok != PAD]
+        assert tokens == row
+
+
+def _reference_beam_search(model, src_row, K, max_new_tokens, alpha):
+    """The usual design written plainly for one sentence, with lists: the package must agree with it."""
+    memory = model.encode(src_row)
+    live, finished = [([BOS], 0.0)], []
+    for t in range(max_new_tokens):
+        cands = []
+        for ys, score in live:
+            cache = model.new_cache()  # token by token through the cache, as the package decodes
+            for tok in ys:
+                logits = model.decode(torch.tensor([[tok]]), memory, src=src_row, cache=cache)[0, -1].double()
+            log_p = torch.log_softmax(logits, dim=-1)
+            cands += [(score + float(log_p[v]), ys + [v]) for v in range(len(log_p))]
+        cands.sort(key=lambda c: -c[0])
+        lp_now = float(length_penalty_gnmt(t + 1, alpha))
+        for r, (score, ys) in enumerate(cands[:2 * K]):
+            if ys[-1] == EOS and r < K and (len(finished) < K or score / lp_now > min(f[0] for f in finished)):
+                finished.append((score / lp_now, ys))
+                if len(finished) > K:
+                    finished.pop(min(range(len(finished)), key=lambda j: finished[j][0]))
+        live = [(ys, score) for score, ys in cands[:2 * K] if ys[-1] != EOS][:K]
+        if len(finished) == K and min(f[0] for f in finished) >= live[0][1] / lp_now:
+            break
+    if not finished:
+        return live[0][0]
+    return max(finished, key=lambda f: f[0])[1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_beam_search_equals_a_plain_reference_and_decodes_rows_independently(seed):
+    model = random_model(seed=seed, V=8, d_model=16)
+    src = random_src(B=5, seed=seed, V=8)
+    with torch.no_grad():
+        model.eval()
+        for K, alpha in ((2, 0.6), (3, 0.0), (4, 2.0)):
+            batch = beam_search(model, src, K, 8, BOS, EOS, length_penalty=alpha)
+            for b in range(src.shape[0]):
+                ref = _reference_beam_search(model, src[b:b + 1], K, 8, alpha)
+                assert batch[b, :len(ref)].tolist() == ref and (batch[b, len(ref):] == model.pad_id).all()
+
+
+def test_beam_search_keeps_k_live_hypotheses_while_the_old_design_narrows():
+    from transformer_lite.decoding import SlotTrace, beam_search_keep_finished
+    model = random_model(seed=7, V=8, d_model=16)
+    src = random_src(B=6, seed=7, V=8)
+    _, new = beam_search(model, src, 3, 8, BOS, EOS, return_trace=True)
+    assert all(bool(lp.isfinite().all()) for lp in new.log_probs[1:])  # K live, finite hypotheses at every step
+    _, old = beam_search_keep_finished(model, src, 3, 8, BOS, EOS, return_trace=True)
+    assert isinstance(old, SlotTrace) and any(bool(f.any()) for f in old.finished)  # old: finished ones hold slots
+    assert torch.equal(beam_search_keep_finished(model, src, 1, 8, BOS, EOS), greedy_decode(model, src, 8, BOS, EOS))
 
 
 def test_beam_search_scores_match_sequence_log_prob():
     model = random_model(seed=5)
     src = random_src()
     ys, trace = beam_search(model, src, 4, 10, BOS, EOS, length_penalty=0.0, return_trace=True)
-    best_score = trace.log_probs[-1].gather(1, trace.best[:, None]).squeeze(1)
-    torch.testing.assert_close(sequence_log_prob(model, src, ys, EOS), best_score, atol=1e-4, rtol=1e-4)
+    for b in range(4):
+        step, k, ended = trace.best[b]
+        score = trace.ended[step][b, k] if ended else trace.log_probs[step][b, k]
+        torch.testing.assert_close(sequence_log_prob(model, src[b:b + 1], ys[b:b + 1], EOS)[0], score.float(),
+                                   atol=1e-4, rtol=1e-4)
 
 
 def test_beam_beats_greedy_in_sequence_log_prob():

@@ -4,7 +4,8 @@ At inference there is no target to feed in. The decoder starts from ``<bos>`` an
 appends one token at a time, each chosen from its own previous predictions:
 
     greedy_decode   take the most probable next token at every step
-    beam_search     keep the ``beam_size`` best partial sentences (Wu et al. 2016 length penalty)
+    beam_search     keep the ``beam_size`` best live partial sentences, set finished ones apart
+                    (Wu et al. 2016 length penalty)
     sample          draw the next token at random (temperature, top-k)
 
 The source is encoded once. With the key/value cache (``model.new_cache()``) each
@@ -143,44 +144,72 @@ def length_penalty_gnmt(length: torch.Tensor | int, alpha: float):
 
 @dataclass
 class BeamTrace:
-    """The whole beam search, step by step, to draw it as a tree.
+    """The whole beam search (:func:`beam_search`), step by step, to draw it as a tree.
 
-    For step t (0-based) and batch row b, beam k:
-        ``parents[t][b, k]``  the beam index at step t - 1 this hypothesis extends (for t = 0: 0, the ``<bos>``)
-        ``tokens[t][b, k]``   the token it appended
+    For step t (0-based) and batch row b:
+        ``parents[t][b, k]``   the live beam at step t - 1 that live beam k extends (for t = 0: 0, the ``<bos>``)
+        ``tokens[t][b, k]``    the token it appended (never ``eos_id``: live beams have not ended)
         ``log_probs[t][b, k]`` its cumulative log-probability log P(y_1..y_t+1 | x)
-        ``finished[t][b, k]``  whether it had already ended (extended by padding at no cost)
-    ``best[b]`` is the beam index, at the last step, of the returned hypothesis.
+        ``ended[t][b, k]``     the log-probability of live beam k of step t - 1 followed by ``eos_id``, if the
+                               search set that finished hypothesis aside at step t; else -inf
+    ``best[b]`` is the returned hypothesis as (step, beam, ended): the finished one that ended at ``step`` after
+    live beam ``beam`` of the step before, or (if none finished) live beam ``beam`` of the last step.
     """
 
     parents: list
     tokens: list
     log_probs: list
-    finished: list
-    best: torch.Tensor
+    ended: list
+    best: list
 
-    def path(self, b: int, k: int | None = None) -> list[tuple[int, int, float]]:
-        """Follow beam ``k`` (default: the best) of row ``b`` back to the root: [(step, beam, token), ...]."""
-        k = int(self.best[b]) if k is None else k
+    def live_path(self, b: int, t: int, k: int) -> list[tuple[int, int, int]]:
+        """Live beam ``k`` of row ``b`` after step ``t``, from the root: [(step, beam, token), ...]."""
         out = []
-        for t in range(len(self.tokens) - 1, -1, -1):
-            out.append((t, k, int(self.tokens[t][b, k])))
-            k = int(self.parents[t][b, k])
+        for s in range(t, -1, -1):
+            out.append((s, k, int(self.tokens[s][b, k])))
+            k = int(self.parents[s][b, k])
         return out[::-1]
+
+    def path(self, b: int) -> list[tuple[int, int, int]]:
+        """The returned hypothesis of row ``b``, from the root: [(step, beam, token), ...]."""
+        step, k, ended = self.best[b]
+        if not ended:
+            return self.live_path(b, step, k)
+        return self.live_path(b, step - 1, k) + [(step, k, self.eos_id)]
+
+    def finished(self, b: int) -> list[tuple[list[int], float]]:
+        """Every finished hypothesis the search set aside for row ``b``: (tokens after ``<bos>``, log P)."""
+        out = []
+        for t, ended in enumerate(self.ended):
+            for k in range(ended.shape[1]):
+                if ended[b, k] > float("-inf"):
+                    prefix = [tok for _, _, tok in self.live_path(b, t - 1, k)] if t > 0 else []
+                    out.append((prefix + [self.eos_id], float(ended[b, k])))
+        return out
+
+    eos_id: int = -1
 
 
 @_inference
 def beam_search(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, bos_id: int, eos_id: int,
                 length_penalty: float = 0.6, return_trace: bool = False):
-    """Keep the ``beam_size`` most probable partial translations at every step; return the best finished one.
+    """Keep the ``beam_size`` most probable live partial translations at every step; return the best finished one.
 
-    Hypotheses are ranked by log P(y | x) / lp(y) with the GNMT length penalty
-    lp(y) = ((5 + |y|) / 6)^length_penalty (Wu et al. 2016; |y| counts the tokens after
-    ``<bos>``, ``<eos>`` included). ``length_penalty=0`` ranks by log-probability alone,
-    which favours short outputs. A finished hypothesis keeps its score and stays in the beam;
-    the search stops when every beam of every row has finished (or after ``max_new_tokens`` tokens).
+    At every step each of the K = ``beam_size`` live hypotheses is extended by every token, and the
+    candidates are ranked by their log-probability log P(y | x) (all have the same length). A candidate
+    ending with ``eos_id`` that ranks among the best K is *finished*: it is set aside, and the best K
+    candidates that do not end with ``eos_id`` are the next live hypotheses, so the beam never narrows
+    (the design of tensor2tensor, fairseq and Hugging Face's ``BeamSearchScorer``). Finished hypotheses
+    are compared by log P(y | x) / lp(y) with the GNMT length penalty lp(y) = ((5 + |y|) / 6)^length_penalty
+    (Wu et al. 2016; |y| counts the tokens after ``<bos>``, ``<eos>`` included), and each sentence keeps
+    the K best. ``length_penalty=0`` compares by log-probability alone, which favours short outputs.
+    A sentence is done once K have finished and its best live hypothesis, scored as if it ended now,
+    is no better than the worst of them (Hugging Face's default rule, ``early_stopping=False``), or
+    after ``max_new_tokens`` tokens. The best finished hypothesis is returned (if none finished, the
+    most probable live one).
 
-    With ``beam_size=1`` this is exactly :func:`greedy_decode`.
+    With ``beam_size=1`` this is exactly :func:`greedy_decode`. The older design of this package, in which
+    finished hypotheses keep their beam slots, is :func:`beam_search_keep_finished`.
 
     Shape: src (B, S) -> (B, L), L <= max_new_tokens + 1, as for :func:`greedy_decode`;
     with ``return_trace=True`` returns ``(tokens, BeamTrace)``.
@@ -191,17 +220,148 @@ def beam_search(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, b
     B, K, pad = src.shape[0], beam_size, model.pad_id
     dev = src.device
 
-    # Every row's source is repeated K times: the beams of row b sit at rows b*K .. b*K + K-1.
+    # Every row's source is repeated K times: the live beams of row b sit at rows b*K .. b*K + K-1.
     src_k = src.repeat_interleave(K, dim=0)  # (B*K, S)
     memory = model.encode(src_k)  # (B*K, S, D)
     cache = model.new_cache()
     ys = torch.full((B * K, 1), bos_id, dtype=torch.long, device=dev)  # (B*K, 1)
     # Only beam 0 is alive at the start, so the first step does not pick K copies of one token.
     score = torch.full((B, K), float("-inf"), device=dev)
+    score[:, 0] = 0.0  # (B, K) cumulative log-probabilities of the live hypotheses
+    finished = [[] for _ in range(B)]  # per row: the K best (log P / lp, tokens after <bos>) set aside so far
+    done = [False] * B
+    trace = BeamTrace([], [], [], [], [], eos_id)
+    rank = torch.arange(2 * K, device=dev)
+
+    for t in range(max_new_tokens):
+        logits = model.decode(ys[:, -1:], memory, src=src_k, cache=cache)[:, -1]  # (B*K, V)
+        log_p = torch.log_softmax(logits.float(), dim=-1).view(B, K, -1)  # (B, K, V)
+        V = log_p.shape[-1]
+        cand = (score[..., None] + log_p).view(B, K * V)  # every extension of every live hypothesis
+        top_score, top = cand.topk(2 * K, dim=-1)  # (B, 2K): at most K of them end with <eos>
+        parent, token = top // V, top % V  # (B, 2K) each
+        is_eos = token == eos_id
+        lp_now = float(length_penalty_gnmt(t + 1, length_penalty))  # every candidate has t + 1 tokens
+
+        # Finished: a candidate ending with <eos> among the best K is set aside; the row keeps the K best.
+        ended = torch.full((B, K), float("-inf"))
+        for b, r in (is_eos & (rank < K) & top_score.isfinite()).nonzero().tolist():
+            k, logp = int(parent[b, r]), float(top_score[b, r])
+            if done[b] or (len(finished[b]) == K and logp / lp_now <= min(f[0] for f in finished[b])):
+                continue
+            finished[b].append((logp / lp_now, ys[b * K + k, 1:].tolist() + [eos_id]))
+            if len(finished[b]) > K:  # drop the worst (the first of equals)
+                finished[b].pop(min(range(len(finished[b])), key=lambda j: finished[b][j][0]))
+            ended[b, k] = logp
+        # Live: the best K candidates that do not end with <eos>.
+        keep = torch.where(is_eos, 2 * K + rank, rank).argsort(dim=-1)[:, :K]  # (B, K): non-<eos> first, in rank order
+        parent, token = parent.gather(1, keep), token.gather(1, keep)  # (B, K) each
+        score = top_score.gather(1, keep)
+        # Done: K have finished, and the best live hypothesis, scored as if it ended now, is no better than the
+        # worst of them (Hugging Face's default rule; with K = 1 the first <eos> ends the search, as in greedy).
+        for b in range(B):
+            done[b] = done[b] or (len(finished[b]) == K and
+                                  min(f[0] for f in finished[b]) >= float(score[b, 0]) / lp_now)
+
+        rows = (parent + torch.arange(B, device=dev)[:, None] * K).view(-1)  # (B*K,) flat index of each parent
+        ys = torch.cat([ys.index_select(0, rows), token.view(-1, 1)], dim=1)  # (B*K, t + 2)
+        for self_cache, cross_cache in cache:  # the parents' keys/values follow their children
+            self_cache.reorder(rows)
+        if return_trace:
+            trace.parents.append(parent.cpu())
+            trace.tokens.append(token.cpu())
+            trace.log_probs.append(score.cpu())
+            trace.ended.append(ended)
+        if all(done):
+            break
+
+    out = []
+    for b in range(B):
+        if finished[b]:  # the best finished hypothesis by log P / lp (the first of equals)
+            i = max(range(len(finished[b])), key=lambda j: (finished[b][j][0], -j))
+            out.append(finished[b][i][1])
+        else:  # none finished: the most probable live one, beam 0
+            out.append(ys[b * K, 1:].tolist())
+        if return_trace:
+            trace.best.append(_best_in_trace(trace, b, out[-1], bool(finished[b])))
+    L = 1 + max(len(o) for o in out)
+    ys_out = torch.full((B, L), pad, dtype=torch.long, device=dev)
+    ys_out[:, 0] = bos_id
+    for b, o in enumerate(out):
+        ys_out[b, 1:1 + len(o)] = torch.tensor(o, dtype=torch.long)
+    if return_trace:
+        return ys_out, trace
+    return ys_out
+
+
+def _best_in_trace(trace: BeamTrace, b: int, tokens: list[int], ended: bool) -> tuple[int, int, bool]:
+    """Where the returned hypothesis ``tokens`` of row ``b`` sits in the trace: (step, beam, ended)."""
+    step = len(tokens) - 1
+    if not ended:
+        return (step, 0, False)
+    for k in range(trace.ended[step].shape[1]):
+        if trace.ended[step][b, k] > float("-inf") and (
+                step == 0 or [tok for _, _, tok in trace.live_path(b, step - 1, k)] == tokens[:-1]):
+            return (step, k, True)
+    raise AssertionError("the returned hypothesis is not in the trace")  # cannot happen
+
+
+# -- the older design: finished hypotheses keep their slots ----------------------------------
+
+@dataclass
+class SlotTrace:
+    """The search of :func:`beam_search_keep_finished`, step by step.
+
+    For step t (0-based) and batch row b, slot k:
+        ``parents[t][b, k]``  the slot at step t - 1 this hypothesis extends (for t = 0: 0, the ``<bos>``)
+        ``tokens[t][b, k]``   the token it appended
+        ``log_probs[t][b, k]`` its cumulative log-probability log P(y_1..y_t+1 | x)
+        ``finished[t][b, k]``  whether it had already ended (extended by padding at no cost)
+    ``best[b]`` is the slot, at the last step, of the returned hypothesis.
+    """
+
+    parents: list
+    tokens: list
+    log_probs: list
+    finished: list
+    best: torch.Tensor
+
+    def path(self, b: int, k: int | None = None) -> list[tuple[int, int, int]]:
+        """Follow slot ``k`` (default: the best) of row ``b`` back to the root: [(step, slot, token), ...]."""
+        k = int(self.best[b]) if k is None else k
+        out = []
+        for t in range(len(self.tokens) - 1, -1, -1):
+            out.append((t, k, int(self.tokens[t][b, k])))
+            k = int(self.parents[t][b, k])
+        return out[::-1]
+
+
+@_inference
+def beam_search_keep_finished(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, bos_id: int,
+                              eos_id: int, length_penalty: float = 0.6, return_trace: bool = False):
+    """Beam search in which a finished hypothesis keeps its slot (this package's design before the usual one).
+
+    A hypothesis that ends with ``eos_id`` stays in the beam, extended only by padding at no cost, and
+    competes at every step with the live candidates, all ranked by log P / lp(|y|); while f slots hold
+    finished hypotheses only K - f live ones are extended. Stops when every slot has finished (or after
+    ``max_new_tokens``), and returns the best finished hypothesis (the best live one if none finished).
+    Same arguments, shapes and errors as :func:`beam_search`; the trace is a :class:`SlotTrace`.
+    """
+    src = _check_common(model, src, max_new_tokens, bos_id, eos_id)
+    check_positive_int("beam_size", beam_size)
+    check_number("length_penalty", length_penalty, minimum=0)
+    B, K, pad = src.shape[0], beam_size, model.pad_id
+    dev = src.device
+
+    src_k = src.repeat_interleave(K, dim=0)  # (B*K, S)
+    memory = model.encode(src_k)  # (B*K, S, D)
+    cache = model.new_cache()
+    ys = torch.full((B * K, 1), bos_id, dtype=torch.long, device=dev)  # (B*K, 1)
+    score = torch.full((B, K), float("-inf"), device=dev)
     score[:, 0] = 0.0  # (B, K) cumulative log-probabilities
     length = torch.zeros(B, K, device=dev)  # tokens generated after <bos>
     finished = torch.zeros(B, K, dtype=torch.bool, device=dev)
-    trace = BeamTrace([], [], [], [], torch.zeros(B, dtype=torch.long))
+    trace = SlotTrace([], [], [], [], torch.zeros(B, dtype=torch.long))
 
     for _ in range(max_new_tokens):
         logits = model.decode(ys[:, -1:], memory, src=src_k, cache=cache)[:, -1]  # (B*K, V)

@@ -164,51 +164,55 @@
   function lp(length, alpha) { return Math.pow((5 + length) / 6, alpha); }  // length_penalty_gnmt
 
   async function beamSearch(R, memory, ids, K) {  // transformer_lite.decoding.beam_search, one sentence
-    var M = R.M, V = M.tgt_vocab.length, alpha = M.decoding.length_penalty, pad = M.special.pad, eos = M.special.eos;
-    var ys = [], score = [], length = [], finished = [];
-    for (var k = 0; k < K; k++) { ys.push([M.special.bos]); score.push(k === 0 ? 0 : -Infinity); length.push(0); finished.push(false); }
+    // K live hypotheses; a candidate ending with <eos> among the best K is set aside as finished (the K best are
+    // kept); done once K have finished and the best live one, scored as if it ended now, is no better than the
+    // worst of them; the best finished one by log P / lp(|y|) is returned
+    var M = R.M, V = M.tgt_vocab.length, alpha = M.decoding.length_penalty, eos = M.special.eos;
+    var ys = [], score = [], finished = [];
+    var worst = function () {  // the index of the worst finished hypothesis (the first of equals)
+      var w = 0;
+      for (var i = 1; i < finished.length; i++) if (finished[i].score < finished[w].score) w = i;
+      return w;
+    };
+    for (var k = 0; k < K; k++) { ys.push([M.special.bos]); score.push(k === 0 ? 0 : -Infinity); }
     for (var step = 0; step < M.decoding.max_new_tokens; step++) {
-      var logits = (await decode(R, memory, ids, ys)).logits.data, T = ys[0].length;
-      var candScore = new Float64Array(K * V), ranked = new Float64Array(K * V), candLen = [];
+      var logits = (await decode(R, memory, ids, ys)).logits.data, T = ys[0].length, lpNow = lp(step + 1, alpha);
+      var cand = new Float64Array(K * V);
       for (k = 0; k < K; k++) {
         var off = (k * T + T - 1) * V, max = -Infinity, sum = 0, v;
         for (v = 0; v < V; v++) max = Math.max(max, logits[off + v]);
         for (v = 0; v < V; v++) sum += Math.exp(logits[off + v] - max);
         var logZ = max + Math.log(sum);
-        candLen.push(length[k] + (finished[k] ? 0 : 1));
-        var penalty = lp(candLen[k], alpha);
-        for (v = 0; v < V; v++) {
-          // a finished hypothesis can only be extended by padding, at no cost
-          var logP = finished[k] ? (v === pad ? 0 : -Infinity) : logits[off + v] - logZ;
-          candScore[k * V + v] = score[k] + logP;
-          ranked[k * V + v] = candScore[k * V + v] / penalty;
-        }
+        for (v = 0; v < V; v++) cand[k * V + v] = score[k] + (logits[off + v] - logZ);
       }
-      var order = [];  // the K best candidates, best first (ties: the lower index first)
+      var order = [], n = 2 * K;  // the 2K best candidates, best first (ties: the lower index first)
       for (var i = 0; i < K * V; i++) {
-        if (order.length === K && !(ranked[i] > ranked[order[K - 1]])) continue;
-        var j = order.length === K ? K - 1 : order.length;
+        if (order.length === n && !(cand[i] > cand[order[n - 1]])) continue;
+        var j = order.length === n ? n - 1 : order.length;
         order[j] = i;
-        while (j > 0 && ranked[order[j]] > ranked[order[j - 1]]) { var tmp = order[j]; order[j] = order[j - 1]; order[j - 1] = tmp; j--; }
+        while (j > 0 && cand[order[j]] > cand[order[j - 1]]) { var tmp = order[j]; order[j] = order[j - 1]; order[j - 1] = tmp; j--; }
       }
-      var nys = [], nscore = [], nlength = [], nfinished = [];
-      order.forEach(function (idx) {
+      var nys = [], nscore = [];
+      order.forEach(function (idx, r) {
         var parent = Math.floor(idx / V), token = idx % V;
-        nys.push(ys[parent].concat([token]));
-        nscore.push(candScore[idx]);
-        nlength.push(candLen[parent]);
-        nfinished.push(finished[parent] || token === eos);
+        if (token === eos) {  // finished: set aside if among the best K; the K best are kept
+          if (r >= K || !isFinite(cand[idx])) return;
+          var s = cand[idx] / lpNow;
+          if (finished.length === K && !(s > finished[worst()].score)) return;
+          finished.push({score: s, ys: ys[parent].slice(1).concat([eos])});
+          if (finished.length > K) finished.splice(worst(), 1);
+        } else if (nys.length < K) {  // live: the best K that do not end with <eos>
+          nys.push(ys[parent].concat([token]));
+          nscore.push(cand[idx]);
+        }
       });
-      ys = nys; score = nscore; length = nlength; finished = nfinished;
-      if (finished.every(Boolean)) break;
+      ys = nys; score = nscore;
+      if (finished.length === K && finished[worst()].score >= score[0] / lpNow) break;
     }
-    var anyFinished = finished.some(Boolean), best = 0, bestScore = -Infinity;
-    for (k = 0; k < K; k++) {
-      // an unfinished hypothesis only counts if no beam finished
-      var f = finished[k] || !anyFinished ? score[k] / lp(length[k], alpha) : -Infinity;
-      if (k === 0 || f > bestScore) { best = k; bestScore = f; }  // argmax: the first maximum
-    }
-    return untilEos(ys[best].slice(1), eos);
+    if (!finished.length) return ys[0].slice(1);  // none finished: the most probable live hypothesis
+    var best = finished[0];
+    finished.forEach(function (f) { if (f.score > best.score) best = f; });  // argmax: the first maximum
+    return best.ys;
   }
 
   async function details(R, text, K) {  // transformer_lite.book.translate.translation_details

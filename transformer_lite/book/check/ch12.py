@@ -1,23 +1,14 @@
-"""Checks of chapter 12's exercises (transformer_lite.book.check): a greedy step, the length penalty, nucleus
-sampling, the cross-attention cache and one step of beam search."""
+"""Checks of chapter 12's exercises (transformer_lite.book.check): a greedy step, beam search's final choice among
+the finished hypotheses, nucleus sampling and one step of beam search."""
 from __future__ import annotations
 
 import functools
 
 import torch
 
-import transformer_lite as tl
-from transformer_lite.data import BOS
-from transformer_lite.decoding import length_penalty_gnmt
+from transformer_lite.data import BOS, EOS
 
 from . import Wrong, call, close, exercise, number, tensor
-
-
-@functools.lru_cache(maxsize=1)
-def _model():
-    torch.manual_seed(0)
-    return tl.Transformer(13, 13, d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2,
-                          dim_feedforward=64, dropout=0.0, max_len=40).eval()
 
 
 @functools.lru_cache(maxsize=1)
@@ -62,24 +53,51 @@ def exercise_12_1(my_greedy_step):
     return "your step appends argmax(logits[:, -1]) for every row: repeat it and you have greedy decoding."
 
 
-# ---- 12.2: the length penalty -------------------------------------------------------------------------------------
+# ---- 12.2: the final choice among the finished hypotheses --------------------------------------------------------------
 
-_HYPS = {"A": (-2.0, 3), "B": (-2.3, 6)}   # log P(y | x), |y| with <eos>
-_ALPHA = 0.6
+def _choose(finished, alpha, length=len, first=True, divide=True):
+    best = None
+    for tokens, log_p in finished:
+        lp = ((5 + length(tokens)) / 6) ** alpha
+        score = log_p / lp if divide else log_p * lp
+        if best is None or score > best[0] or (not first and score == best[0]):
+            best = (score, tokens)
+    return best[1]
 
 
-@exercise("12.2", wrong=[lambda: (-2.0 / (8 / 6), -2.3 / (11 / 6)),
-                         lambda: (-2.0 / (7 / 6) ** 0.6, -2.3 / (10 / 6) ** 0.6),
-                         lambda: (-2.0 / 3 ** 0.6, -2.3 / 6 ** 0.6),
-                         lambda: (-2.0 * (8 / 6) ** 0.6, -2.3 * (11 / 6) ** 0.6)])
-def exercise_12_2(my_score_a, my_score_b):
-    hint = ("score = log P / lp with lp = ((5 + |y|) / 6) ** alpha, alpha = 0.6, and |y| counting the tokens after "
-            "<bos>, <eos> included (3 and 6 here).")
-    expected = {k: lp / float(length_penalty_gnmt(n, _ALPHA)) for k, (lp, n) in _HYPS.items()}
-    number(my_score_a, expected["A"], "my_score_a", hint=hint)
-    number(my_score_b, expected["B"], "my_score_b", hint=hint)
-    return (f"A scores {expected['A']:.4f}, B {expected['B']:.4f}: with alpha = 0.6 the longer B wins, although "
-            f"its log P is lower (with alpha = 0, A would win).")
+_SYNTHETIC = [([7, 2], -1.0), ([5, 6, 7, 8, 2], -1.6), ([5, 9, 2], -1.2), ([5, 9, 9, 2], -1.2 * (9 / 8) ** 0.6)]
+
+
+@exercise("12.2", wrong=[lambda: (lambda finished, alpha: _choose(finished, 0.0),),
+                         lambda: (lambda finished, alpha: _choose(finished, alpha, length=lambda t: len(t) - 1),),
+                         lambda: (lambda finished, alpha: _choose(finished, alpha, first=False),),
+                         lambda: (lambda finished, alpha: _choose(finished, alpha, divide=False),)])
+def exercise_12_2(my_choose):
+    from transformer_lite.decoding import beam_search
+
+    cases = [(_SYNTHETIC, a) for a in (0.0, 0.6, 2.0)] + [(_SYNTHETIC[2:], 0.6)]   # the last: a tie
+    model, data = _translator()
+    for english in ("does the cat eat rice ?", "i have two cats today", "cat"):
+        for a in (0.0, 0.6, 2.0):
+            out, trace = beam_search(model, data.encode_source(english), 4, 20, BOS, EOS, length_penalty=a,
+                                     return_trace=True)
+            cases.append((trace.finished(0), a, [t for t in out[0, 1:].tolist() if t != model.pad_id]))
+    for case in cases:
+        finished, alpha = case[0], case[1]
+        expected = case[2] if len(case) > 2 else _choose(finished, alpha)
+        got = call(my_choose, [(list(t), lp) for t, lp in finished], alpha, name="my_choose")
+        got = list(got.tolist() if hasattr(got, "tolist") else got) if got is not None else got
+        if got != expected:
+            hint = "score each hypothesis by log_p / ((5 + len(tokens)) / 6) ** alpha and return the best one's tokens."
+            if got == _choose(finished, 0.0):
+                hint = "you ranked by log P alone: divide by the length penalty ((5 + |y|) / 6) ** alpha."
+            elif got == _choose(finished, alpha, length=lambda t: len(t) - 1):
+                hint = "|y| counts the tokens after <bos> with <eos> included: len(tokens)."
+            elif got == _choose(finished, alpha, first=False):
+                hint = "among equal scores keep the first hypothesis (a strict > when you compare)."
+            raise Wrong(f"my_choose(..., alpha={alpha}) returned {got}, beam_search returns {expected}.", hint)
+    return ("your choice is beam_search's on every case: log P / lp(|y|), the first of equals; alpha changes the "
+            "winner, from a short hypothesis to a longer one.")
 
 
 # ---- 12.3: nucleus (top-p) sampling ---------------------------------------------------------------------------------
@@ -127,99 +145,52 @@ def exercise_12_3(my_top_p):
     return "your top-p keeps the smallest set of most probable tokens with mass >= p, renormalised, for every p tried."
 
 
-# ---- 12.4: the cross-attention cache ----------------------------------------------------------------------------------
+# ---- 12.4: one step of beam search, by hand ----------------------------------------------------------------------------
 
-def _cross_attention_work(model, src, steps, use_cache):
-    """Runs of layer 0's cross-attention key projection, and the query-key scores of one of its heads."""
-    layer = model.decoder.layers[0].multihead_attn
-    runs, scores = [0], [0]
-
-    def count_scores(module, args, kwargs, out):
-        cache = kwargs.get("cache")
-        keys = len(cache) if cache is not None else args[1].shape[1]
-        scores[0] += args[0].shape[1] * keys               # queries x keys, for one head
-
-    hooks = [layer.k_proj.register_forward_hook(lambda *a: runs.__setitem__(0, runs[0] + 1)),
-             layer.register_forward_hook(count_scores, with_kwargs=True)]
-    try:
-        with torch.no_grad():
-            memory = model.encode(src)
-            ys = torch.full((src.shape[0], 1), BOS)
-            cache = model.new_cache() if use_cache else None
-            for _ in range(steps):
-                new = ys[:, -1:] if use_cache else ys
-                logits = model.decode(new, memory, src=src, cache=cache)[:, -1]
-                ys = torch.cat([ys, logits.argmax(-1, keepdim=True)], dim=1)
-    finally:
-        for h in hooks:
-            h.remove()
-    return runs[0], scores[0]
+LIVE = {"B": -0.4, "C": -0.6, "D": -0.9}   # the k = 3 live hypotheses after step 2: name -> log P
+NEXT_LOG_P = {"B": {"x": -0.3, "y": -0.85, "<eos>": -1.6}, "C": {"x": -0.2, "y": -1.1, "<eos>": -0.25},
+              "D": {"x": -0.1, "y": -2.0, "<eos>": -0.2}}
 
 
-@exercise("12.4", wrong=[lambda: (12, 12, 390, 60), lambda: (12, 1, 60, 60), lambda: (12, 1, 390, 12),
-                         lambda: (12, 1, 78, 12)])
-def exercise_12_4(my_runs_without, my_runs_with, my_scores_without, my_scores_with):
-    model, src = _model(), torch.tensor([[5, 6, 7, 8, 9]])        # S = 5 source tokens
-    runs_without, scores_without = _cross_attention_work(model, src, 12, use_cache=False)
-    runs_with, scores_with = _cross_attention_work(model, src, 12, use_cache=True)
-    number(my_runs_without, runs_without, "my_runs_without", rel=0, abs_=0.5,
-           hint="without the cache every step runs the whole decoder again, cross-attention included.")
-    number(my_runs_with, runs_with, "my_runs_with", rel=0, abs_=0.5,
-           hint="the memory does not change from step to step: with the cache its keys are projected once.")
-    number(my_scores_without, scores_without, "my_scores_without", rel=0, abs_=0.5,
-           hint="without the cache, step t has t queries (the whole prefix), each scored against all S = 5 keys.")
-    number(my_scores_with, scores_with, "my_scores_with", rel=0, abs_=0.5,
-           hint="with the cache, each step has ONE query, still scored against all S = 5 source keys.")
-    return (f"{runs_without} projections of the memory without the cache and {runs_with} with it; "
-            f"{scores_without} against {scores_with} scores per head: both counted with hooks on a small model.")
+def _step(k=3, eos_among=None, pool=None):
+    """transformer_lite.decoding.beam_search's step: rank the extensions by log P; those ending with <eos> among the
+    best k are set aside as finished; the best k that do not end with <eos> are the live ones."""
+    eos_among = k if eos_among is None else eos_among
+    cands = {f"{name} {tok}": logp + lp for name, logp in LIVE.items() for tok, lp in NEXT_LOG_P[name].items()}
+    ranked = sorted(cands, key=cands.get, reverse=True)[: (2 * k if pool is None else pool)]
+    finished = {c for r, c in enumerate(ranked) if c.endswith("<eos>") and r < eos_among}
+    live = set([c for c in ranked if not c.endswith("<eos>")][:k])
+    return finished, live
 
 
-# ---- 12.5: one step of beam search, by hand ----------------------------------------------------------------------------
-
-BEAM = {"A": (-1.0, 2, True), "B": (-0.4, 2, False), "C": (-0.6, 2, False)}   # name: (log P, |y|, finished?)
-NEXT_LOG_P = {"B": {"x": -0.3, "y": -0.85, "<eos>": -1.6}, "C": {"x": -0.2, "y": -1.1, "<eos>": -2.0}}
-
-
-def _survivors(alpha, k=3, penalty_during_search=True, keep_finished=True):
-    """transformer_lite's rule: every candidate (finished hypotheses included) ranked by log P / lp(|y|); best k stay."""
-    candidates = {}
-    for name, (logp, n, finished) in BEAM.items():
-        if finished:
-            if keep_finished:
-                candidates[name] = (logp, n)
-            continue
-        for token, lp_token in NEXT_LOG_P[name].items():
-            candidates[f"{name} {token}"] = (logp + lp_token, n + 1)
-    alpha_ = alpha if penalty_during_search else 0.0
-    ranked = sorted(candidates, key=lambda c: candidates[c][0] / float(length_penalty_gnmt(candidates[c][1], alpha_)),
-                    reverse=True)
-    return set(ranked[:k])
-
-
-def _as_set(answer, name):
+def _as_set(answer, name, size=None):
     if isinstance(answer, str) or not hasattr(answer, "__iter__"):
-        raise Wrong(f"{name} should be a set of 3 names such as {{'A', 'B x', 'C y'}}, got {answer!r}.")
+        raise Wrong(f"{name} should be a set of names such as {{'B x', 'C <eos>'}}, got {answer!r}.")
     answer = {str(a).strip() for a in answer}
-    if len(answer) != 3:
-        raise Wrong(f"{name} should hold the k = 3 hypotheses that keep a slot, got {len(answer)}: {sorted(answer)}.")
+    if size is not None and len(answer) != size:
+        raise Wrong(f"{name} should hold the k = {size} live hypotheses, got {len(answer)}: {sorted(answer)}.")
     return answer
 
 
-@exercise("12.5", wrong=[lambda: (_survivors(0.6, penalty_during_search=False), _survivors(2.0, penalty_during_search=False)),
-                         lambda: (_survivors(0.6, keep_finished=False), _survivors(2.0, keep_finished=False)),
-                         lambda: (_survivors(2.0), _survivors(0.6))])
-def exercise_12_5(my_survivors_06, my_survivors_2):
-    for answer, alpha, name in ((my_survivors_06, 0.6, "my_survivors_06"), (my_survivors_2, 2.0, "my_survivors_2")):
-        got, expected = _as_set(answer, name), _survivors(alpha)
-        if got != expected:
-            hint = ("rank ALL candidates by log P / lp(|y|): the finished A (|y| = 2, not extended) against the six "
-                    "extensions of B and C (|y| = 3); the best 3 keep the slots.")
-            if got == _survivors(alpha, keep_finished=False):
-                hint = ("in transformer_lite a finished hypothesis stays in the beam and competes for a slot; "
-                        "it is not set aside.")
-            elif got == _survivors(alpha, penalty_during_search=False):
-                hint = ("the package applies the length penalty at every step, not only to choose the final output: "
-                        "divide each candidate's log P by lp(|y|) before ranking.")
-            raise Wrong(f"{name}: {sorted(got)} is not the set that keeps the slots with alpha = {alpha}.", hint)
-    return ("with alpha = 0.6 the finished A keeps its slot; with alpha = 2 the penalty lifts a longer live "
-            "extension above it and A is pruned, lost for good.")
+@exercise("12.4", wrong=[lambda: ({"C <eos>", "D <eos>"}, {"B x", "C x", "D x"}),
+                         lambda: (set(), {"B x", "C x", "C <eos>"}),
+                         lambda: ({"C <eos>"}, {"B x", "C x", "C <eos>"}),
+                         lambda: ({"C <eos>", "D <eos>", "B <eos>"}, {"B x", "C x", "D x"})])
+def exercise_12_4(my_finished, my_live):
+    finished, live = _step()
+    got_finished = _as_set(my_finished, "my_finished")
+    if got_finished != finished:
+        hint = ("rank the nine extensions by log P (the live ones' log P plus the next token's); a candidate ending "
+                "with <eos> is set aside only if it ranks among the best k = 3.")
+        if got_finished == _step(eos_among=2 * 3)[0]:
+            hint = ("D <eos> ranks 5th: only a candidate ending with <eos> among the best k = 3 is set aside "
+                    "(fairseq's rule, which transformer_lite follows).")
+        raise Wrong(f"my_finished: {sorted(got_finished)} is not the set of hypotheses set aside.", hint)
+    got_live = _as_set(my_live, "my_live", 3)
+    if got_live != live:
+        hint = "the live hypotheses are the best 3 candidates that do NOT end with <eos>."
+        if any(c.endswith("<eos>") for c in got_live):
+            hint = "a finished hypothesis is set aside: it does not take one of the k live places."
+        raise Wrong(f"my_live: {sorted(got_live)} are not the 3 live hypotheses after step 3.", hint)
+    return ("C <eos> is set aside; D <eos> ranks 5th and is dropped; B x, C x and D x stay live, so the beam keeps "
+            "k = 3 live hypotheses. The length penalty plays no part in this step: it only compares finished ones.")
