@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 import transformer_lite as tl
 from transformer_lite.book.runtime import book_seed, num_threads
-from transformer_lite.vision import (RELATIONS, PatchEmbedding, PatchEncoder, patchify,
+from transformer_lite.vision import (GLYPHS, RELATIONS, PatchEmbedding, PatchEncoder, TinyCNN, glyphs_task, patchify,
                                      sinusoidal_positional_encoding_2d, two_dots_task, unpatchify)
 
 
@@ -168,7 +168,7 @@ def test_exercise_checks_accept_independent_answers(monkeypatch):
     from transformer_lite.book import check
 
     monkeypatch.setenv(check.STRICT_ENV, "1")  # a rejected right answer raises
-    assert check.exercise_A_1((224 // 14) ** 2, (224 // 14) ** 2 + 1, 3 * 14 * 14)
+    assert check.exercise_A_1("Positions ", 3e-7)
     assert check.exercise_A_2(lambda x, P: F.unfold(x, kernel_size=P, stride=P).transpose(1, 2))
     assert check.exercise_A_3(lambda m, x: torch.cat([m.cls_token.expand(len(x), -1, -1), m.patch_embed(x)], 1) + m.pos)
 
@@ -177,7 +177,49 @@ def test_exercise_checks_accept_independent_answers(monkeypatch):
         return torch.stack([torch.cat([row[n // cols], col[n % cols]]) for n in range(rows * cols)])
 
     assert check.exercise_A_4(pe_2d)
-    # A.5 (trained live): the ranges measured over seeds and CPU code paths pass, the impossible do not
-    assert check.exercise_A_5({None: 0.27, "1d": 0.61, "2d": 0.924})
-    monkeypatch.delenv(check.STRICT_ENV)
-    assert not check.exercise_A_5({None: 0.55, "1d": 0.61, "2d": 0.95})
+
+
+def test_glyphs_task_draws_one_shape_anywhere_and_rejects_bad_input():
+    images, labels = glyphs_task(300, seed=5)
+    assert images.shape == (300, 1, 32, 32) and labels.shape == (300,) and set(labels.tolist()) == {0, 1, 2, 3}
+    shapes = torch.tensor([[[ch == "#" for ch in row] for row in g] for g in GLYPHS.values()]).float()
+    for img, label in zip(images[:20], labels[:20]):
+        ink = (img[0] == 1).nonzero()                       # the noise is below 0.1, the shape's pixels are 1
+        (r0, c0), (r1, c1) = ink.min(0).values.tolist(), ink.max(0).values.tolist()
+        assert r1 - r0 == 4 and c1 - c0 == 4               # one 5 x 5 shape ...
+        assert torch.equal((img[0, r0:r0 + 5, c0:c0 + 5] == 1).float(), shapes[label])   # ... the labelled one
+    corners = torch.stack([(img[0] == 1).nonzero().min(0).values for img in images])
+    assert corners.min() == 0 and corners.max() == 27      # anywhere on the image
+    for kwargs, name in [({"n": 0}, "n"), ({"n": 5, "image_size": 4}, "image_size"), ({"n": 5, "noise": 2.0}, "noise")]:
+        with pytest.raises(ValueError, match=name):
+            glyphs_task(**kwargs)
+    with pytest.raises(ValueError, match="channels"):
+        TinyCNN(1, 4, channels=0)
+
+
+@pytest.mark.trains
+def test_with_little_data_a_small_cnn_beats_the_patch_encoder():
+    # The appendix's run: 200 training images, 300 steps of 32, seed from book_seed(). Measured held-out accuracy
+    # (1000 images): CNN 1.00 and ViT 0.66-0.77 (seeds 0-2; training accuracy 0.955-1.00); the ViT trained only 200
+    # steps: 0.47-0.64 (seeds 0-4), the CNN still 1.00.
+    seed = book_seed()
+    train_x, train_y = glyphs_task(200, seed=seed + 3)
+    test_x, test_y = glyphs_task(1000, seed=seed + 4)
+    accuracy = {}
+    for name, make in (("vit", lambda: PatchEncoder(32, 8, 1, 4, positional="2d")), ("cnn", lambda: TinyCNN(1, 4))):
+        torch.manual_seed(seed)
+        model = make()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        g = torch.Generator().manual_seed(seed)
+        with num_threads(1):
+            for _ in range(300):
+                idx = torch.randint(0, len(train_x), (32,), generator=g)
+                loss = F.cross_entropy(model(train_x[idx]), train_y[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        model.eval()
+        with torch.no_grad():
+            accuracy[name] = [(model(x).argmax(-1) == y).float().mean().item() for x, y in ((train_x, train_y), (test_x, test_y))]
+    assert accuracy["cnn"][1] > 0.9 and accuracy["cnn"][1] > accuracy["vit"][1] + 0.15, accuracy
+    assert accuracy["vit"][0] > accuracy["vit"][1] + 0.15, accuracy

@@ -114,12 +114,11 @@ def test_error_analysis_patterns(trained):
 # ---- the exercises: the checks accept answers computed here independently, and their answers are robust --------
 
 def test_exercise_checks_accept_independent_answers(trained, monkeypatch):
-    from transformer_lite import Transformer, TransformerConfig, count_parameters
     from transformer_lite.book import check
     from transformer_lite.decoding import sequence_log_prob
 
     monkeypatch.setenv(check.STRICT_ENV, "1")  # a rejected right answer raises
-    model, data, _ = trained
+    model, data, report = trained
 
     def exact(pred, ref):
         cut = [r[: r.index(EOS) + 1] if EOS in r else r for r in pred.tolist()]
@@ -145,11 +144,18 @@ def test_exercise_checks_accept_independent_answers(trained, monkeypatch):
     assert min(margins) > 0.1 and counts["tomorrow"] == 0  # a clear peak, and not on "tomorrow"
     assert check.exercise_13_3(counts)
 
-    cfg = model.config
-    bigger = TransformerConfig(**dict(cfg.to_dict(), src_vocab_size=cfg.src_vocab_size + 1,
-                                      tgt_vocab_size=cfg.tgt_vocab_size + 1))
-    assert check.exercise_13_4(count_parameters(Transformer(bigger)) - count_parameters(model))
-    assert check.exercise_13_4(3 * cfg.d_model + 1)
+    # 13.4, the bug hunt: the suspect (encoder without the padding mask) passes the leak test, fails the padding test
+    from transformer_lite.pitfalls import TransformerEncoderPaddingNotMasked
+
+    suspect = TransformerEncoderPaddingNotMasked(model.config).eval()
+    suspect.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        s = data.encode_source(data.test_pairs[0][0])
+        padded = torch.cat([s, torch.full((1, 5), PAD)], 1)
+        change = (suspect.encode(padded)[:, : s.shape[1]] - suspect.encode(s)).abs().max().item()
+        assert (model.encode(padded)[:, : s.shape[1]] - model.encode(s)).abs().max().item() < 1e-4
+    assert exact_match(suspect, data.test_src, data.test_tgt, BOS, EOS) >= report["test_accuracy"] - 0.01  # silent
+    assert check.exercise_13_4("encoder padding mask", change) and change > 1e-2
 
     src1 = data.encode_source("she watches football")
     out = greedy_decode(model, src1, 20, BOS, EOS)

@@ -142,3 +142,16 @@ def test_with_small_batches_the_transformers_advantage_grows_with_length():
         tab = throughput_table(lengths=(8, 32, 128), batch_size=2, steps=5, seed=book_seed(), clock="cpu")
     # 1.8-2.7 on a free machine; 1.41 with the generic CPU code path on a machine loaded 5x over its 2 cores
     assert tab["ratio"][-1] / tab["ratio"][0] > 1.25, tab["ratio"]
+
+
+def test_the_mean_of_sentence_bleu_is_far_below_the_corpus_bleu(shipped, monkeypatch):
+    # Exercise 13b.1: most test translations share no 4-gram with their reference, so alone they score 0
+    from transformer_lite.book import check
+    from transformer_lite.metrics import bleu
+
+    hyps, refs = shipped[4], shipped[5]
+    sentence = [100 * bleu(h, r).score for h, r in zip(hyps, refs)]
+    mean = sum(sentence) / len(sentence)
+    assert mean < 0.6 * 100 * corpus_bleu(hyps, refs).score and sum(b == 0 for b in sentence) > len(sentence) / 2
+    monkeypatch.setenv(check.STRICT_ENV, "1")
+    assert check.exercise_13b_1(mean)

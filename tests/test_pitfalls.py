@@ -284,3 +284,43 @@ def test_causal_mask_off_by_one_and_the_gpt_that_uses_it():
     assert (wrong_moved[:2] == 0).all()
     with pytest.raises(TypeError, match="model"):
         pf.decoder_only_lm_seeing_one_ahead(lm.MaskedLM(12, d_model=16, nhead=2, num_layers=1))
+
+
+def test_patch_encoder_positions_sliced_by_batch_loses_positions_for_one_image_only():
+    from transformer_lite.pitfalls import PatchEncoderPositionsSlicedByBatch
+    from transformer_lite.vision import PatchEncoder
+
+    torch.manual_seed(0)
+    right = PatchEncoder(32, 8, 3, 4, positional="2d").eval()
+    wrong = PatchEncoderPositionsSlicedByBatch(32, 8, 3, 4, positional="2d").eval()
+    wrong.load_state_dict(right.state_dict())
+    images = torch.rand(17, 3, 32, 32)                      # a batch of N + 1 = 17 images: the bug is invisible
+    with torch.no_grad():
+        torch.testing.assert_close(wrong(images), right(images))
+        one = images[:1]
+        moved = torch.roll(one, shifts=8, dims=-1)          # the same patches, one column to the right (wrapping)
+        # one image: no positions at all, so moving whole patches around changes nothing ...
+        torch.testing.assert_close(wrong(moved), wrong(one))
+        # ... while the right model sees the move
+        assert (right(moved) - right(one)).abs().max() > 1e-4
+        assert (wrong(one) - right(one)).abs().max() > 1e-4
+    with pytest.raises(RuntimeError):                        # 1 < B < N + 1: a shape error, not a silent one
+        wrong(images[:5])
+
+
+def test_transformer_encoder_padding_not_masked_depends_on_padding_and_nothing_else():
+    from transformer_lite.pitfalls import TransformerEncoderPaddingNotMasked
+
+    torch.manual_seed(0)
+    cfg = tl.TransformerConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=16, nhead=2, num_encoder_layers=1,
+                               num_decoder_layers=1, dim_feedforward=32, dropout=0.0)
+    right = tl.Transformer(cfg).eval()
+    wrong = TransformerEncoderPaddingNotMasked(cfg).eval()
+    wrong.load_state_dict(right.state_dict())
+    src = torch.tensor([[5, 6, 7]])
+    padded = torch.cat([src, torch.full((1, 4), cfg.pad_id)], 1)
+    tgt = torch.tensor([[1, 8, 9]])
+    with torch.no_grad():
+        torch.testing.assert_close(wrong(src, tgt), right(src, tgt))            # no padding: the same model
+        assert (wrong.encode(padded)[:, :3] - wrong.encode(src)).abs().max() > 1e-3   # padding leaks into the words
+        torch.testing.assert_close(right.encode(padded)[:, :3], right.encode(src))

@@ -308,7 +308,7 @@ def main(argv=None) -> int:
             nb = json.loads(p.read_text(encoding="utf-8"))
             if set_header(p.stem, nb, times[p.stem]):
                 write(p, nb)
-                print(f"wrote the line under the title of {p.relative_to(ROOT)}")
+                print(f"wrote the line under the title of {p.resolve().relative_to(ROOT)}")
         i18n = [sys.executable, str(ROOT / "tools" / "i18n.py")]
         subprocess.run(i18n + ["update"], check=True)
         sys.path.insert(0, str(ROOT / "tools"))
@@ -321,7 +321,7 @@ def main(argv=None) -> int:
             nb = json.loads(p.read_text(encoding="utf-8"))
             if fold(nb):
                 write(p, nb)
-                print(f"folded the deep dives of {p.relative_to(ROOT)}")
+                print(f"folded the deep dives of {p.resolve().relative_to(ROOT)}")
     return 0
 
 

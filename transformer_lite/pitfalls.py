@@ -25,6 +25,8 @@ shows the difference (``tests/test_pitfalls.py`` checks that every one of them d
     DecoderLayerIgnoringSourcePadding        transformer_lite.DecoderLayer
     cross_entropy_counting_padding           transformer_lite.training.label_smoothed_cross_entropy
     decoder_only_lm_seeing_one_ahead         transformer_lite.language_models.DecoderOnlyLM
+    PatchEncoderPositionsSlicedByBatch       transformer_lite.vision.PatchEncoder (appendix A's bug hunt)
+    TransformerEncoderPaddingNotMasked       transformer_lite.Transformer (chapter 13's bug hunt)
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ import torch
 import torch.nn.functional as F
 
 from ._checks import check_int, check_positive_int, check_tensor, check_token_ids
+from .model import Transformer
+from .vision import PatchEncoder
 
 
 def layer_norm_unbiased_eps_outside(x: torch.Tensor, weight: torch.Tensor | None = None,
@@ -239,7 +243,6 @@ def transformer_with_mask_bug(model):
     The same weights and the same padding masks as ``model(src, tgt)``; the causal mask is
     :func:`causal_mask_off_by_one`. Chapter 8's bug hunt: its leak test finds which positions peek.
     """
-    from .model import Transformer  # a local import: model.py does not import this module
     from .masks import padding_mask
 
     if not isinstance(model, Transformer):
@@ -413,3 +416,35 @@ def decoder_only_lm_seeing_one_ahead(model):
     wrong = copy.deepcopy(model)
     wrong.__class__ = _OneAhead
     return wrong
+
+
+class PatchEncoderPositionsSlicedByBatch(PatchEncoder):
+    """WRONG: a :class:`~transformer_lite.vision.PatchEncoder` whose ``tokens`` slices the positions by the batch size.
+
+    ``self.pos[:, : x.shape[0]]`` was meant to be ``self.pos[:, : x.shape[1]]`` (the sequence length). With a batch
+    of at least N + 1 images the slice keeps every position and the model is exactly right; with one image it keeps
+    only the [class] token's position (zeros), added to every token, and the model has no positions at all. Between
+    the two it raises a shape error. A test on a large batch cannot see the bug; the swap test on one image can.
+    """
+
+    def tokens(self, images: torch.Tensor) -> torch.Tensor:
+        x = self.patch_embed(images)  # (B, N, D)
+        cls = self.cls_token.expand(x.shape[0], -1, -1)  # (B, 1, D)
+        x = torch.cat([cls, x], dim=1)  # (B, N+1, D)
+        return x + self.pos[:, : x.shape[0]]  # WRONG: shape[0] is B, not N + 1
+
+
+class TransformerEncoderPaddingNotMasked(Transformer):
+    """WRONG: a :class:`~transformer_lite.Transformer` whose ``encode`` forgets the source padding mask.
+
+    The encoder's self-attention then lets every English word attend to the ``<pad>`` tokens that fill a short
+    sentence up to the batch's width, so a sentence's memory, and possibly its translation, depends on the other
+    sentences of its batch. A sentence translated alone (no padding) is unaffected; the cross-attention still
+    masks the padding (``decode`` gets ``src``). Chapter 8's test finds it: append padding, and the real tokens'
+    outputs must not change.
+    """
+
+    def encode(self, src: torch.Tensor, return_attention: bool = False):
+        x = self.src_pos(self.src_embed(src))  # (B, S) -> (B, S, D)
+        run = self.encoder.forward_with_attention if return_attention else self.encoder
+        return run(x)  # WRONG: no src_key_padding_mask=padding_mask(src, self.pad_id)

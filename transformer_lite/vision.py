@@ -187,3 +187,60 @@ def two_dots_task(n: int, image_size: int = 64, patch_size: int = 16, noise: flo
         dot = ((yy - cy.view(-1, 1, 1)) ** 2 + (xx - cx.view(-1, 1, 1)) ** 2 <= radius ** 2).float()  # (n, H, W)
         images[:, channel] = torch.maximum(images[:, channel], dot)
     return images, labels
+
+
+# ---- little data: a CNN's built-in assumptions against ViT's (appendix A) -------------------------
+
+GLYPHS = {  # four 5 x 5 shapes, "#" = ink; the class is the shape, wherever it is drawn
+    "plus": ("..#..", "..#..", "#####", "..#..", "..#.."),
+    "cross": ("#...#", ".#.#.", "..#..", ".#.#.", "#...#"),
+    "square": ("#####", "#...#", "#...#", "#...#", "#####"),
+    "bars": ("#.#.#", "#.#.#", "#.#.#", "#.#.#", "#.#.#"),
+}
+
+
+def glyphs_task(n: int, image_size: int = 32, noise: float = 0.1, seed: int = 0):
+    """Grey images of faint noise with one 5 x 5 shape of :data:`GLYPHS` at a random pixel position.
+
+    Returns ``(images (n, 1, H, W) float in [0, 1], labels (n,) long)``; ``list(GLYPHS)[label]``
+    names the shape. The label depends on *what* is drawn, not *where*: a model that assumes
+    this (a convolution with pooling) needs few examples; one that must learn it from data needs more.
+    """
+    check_positive_int("n", n)
+    check_positive_int("image_size", image_size)
+    if image_size < 5:
+        raise ValueError(f"image_size must be at least 5 (the shapes are 5 x 5 pixels), got {image_size}")
+    if not 0 <= noise <= 1:
+        raise ValueError(f"noise must be between 0 and 1, got {noise}")
+    g = torch.Generator().manual_seed(seed)
+    shapes = torch.tensor([[[ch == "#" for ch in row] for row in glyph] for glyph in GLYPHS.values()]).float()
+    labels = torch.randint(0, len(GLYPHS), (n,), generator=g)
+    images = noise * torch.rand(n, 1, image_size, image_size, generator=g)
+    corner = torch.randint(0, image_size - 4, (n, 2), generator=g)  # top-left pixel of the shape
+    rows = corner[:, 0].view(n, 1, 1) + torch.arange(5).view(1, 5, 1)  # (n, 5, 1)
+    cols = corner[:, 1].view(n, 1, 1) + torch.arange(5).view(1, 1, 5)  # (n, 1, 5)
+    idx = torch.arange(n).view(n, 1, 1)
+    images[idx, 0, rows, cols] = torch.maximum(images[idx, 0, rows, cols], shapes[labels])
+    return images, labels
+
+
+class TinyCNN(nn.Module):
+    """Two 3 x 3 convolutions, a max-pool in between, then the maximum over all positions and a Linear layer.
+
+    Its assumptions are built in: a kernel sees a small neighbourhood (locality), the same kernel is used at
+    every position (weight sharing), and the maximum over positions forgets *where* a feature was.
+    """
+
+    def __init__(self, in_channels: int, num_classes: int, channels: int = 16):
+        super().__init__()
+        for name, value in (("in_channels", in_channels), ("num_classes", num_classes), ("channels", channels)):
+            check_positive_int(name, value)
+        self.conv1 = nn.Conv2d(in_channels, channels, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv2d(channels, channels, kernel_size=3, padding=1)
+        self.head = nn.Linear(channels, num_classes)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.conv1(images))  # (B, channels, H, W)
+        x = nn.functional.max_pool2d(x, 2)  # (B, channels, H/2, W/2)
+        x = torch.relu(self.conv2(x))
+        return self.head(x.amax(dim=(2, 3)))  # max over positions: (B, channels) -> (B, num_classes)

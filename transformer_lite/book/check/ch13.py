@@ -169,25 +169,35 @@ def exercise_13_3(my_counts):
     return f"while predicting 明天 the last layer peaks on {top!r} in {expected[top]} of {n} sentences."
 
 
-# ---- 13.4: the parameters a new word costs --------------------------------------------------------
+# ---- 13.4: bug hunt, a translator that reads the padding -----------------------------------------
+# The suspect is pitfalls.TransformerEncoderPaddingNotMasked with the shipped weights: its causal mask is right (the
+# leak test of chapter 8 passes: changing later target words leaves earlier logits unchanged), but its encoder lets
+# the words attend to <pad>, so appending padding changes the real words' memory (by about 0.1 to 1 on the shipped
+# model; the right model: below 1e-5).
 
-def _new_word_parameters() -> int:
-    config = _shipped()[0].config
-    bigger = tl.TransformerConfig(**dict(config.to_dict(), src_vocab_size=config.src_vocab_size + 1,
-                                         tgt_vocab_size=config.tgt_vocab_size + 1))
-    with torch.random.fork_rng():  # a check must not move the notebook's random numbers
-        return tl.count_parameters(tl.Transformer(bigger)) - tl.count_parameters(tl.Transformer(config))
+_PARTS = ("encoder padding mask", "causal mask", "cross-attention padding mask", "positional encoding")
 
 
-@exercise("13.4", wrong=[lambda: (64,), lambda: (128,), lambda: (192,), lambda: (129,)])
-def exercise_13_4(my_new_parameters):
-    expected = _new_word_parameters()
-    D = _shipped()[0].config.d_model
-    number(my_new_parameters, expected, "my_new_parameters", abs_=0.5,
-           hint=f"a new source word needs a row of the source embedding (D = {D} numbers); a new target word needs a "
-                f"row of the target embedding AND a row of the output layer (D weights plus its bias), since the "
-                f"model does not tie them (config.tie_embeddings is False).")
-    return f"{expected} new parameters, all untrained: the model must see sentences with the new words to learn them."
+@exercise("13.4", wrong=[lambda: ("causal mask", 0.0),                  # the leak test passes: not the causal mask
+                        lambda: ("encoder padding mask", 0.0),          # no change seen: the test did not append pads
+                        lambda: ("cross-attention padding mask", 0.4),
+                        lambda: ("positional encoding", 0.4)])
+def exercise_13_4(my_broken, my_largest_change):
+    if not isinstance(my_broken, str) or my_broken.strip().lower() not in _PARTS:
+        raise Wrong(f"my_broken should be one of {', '.join(map(repr, _PARTS))}, got {my_broken!r}.")
+    try:
+        change = float(my_largest_change)
+    except (TypeError, ValueError):
+        raise Wrong(f"my_largest_change should be a number, got {type(my_largest_change).__name__}.") from None
+    if change < 1e-3:
+        raise Wrong(f"a largest change of {change:.1e}: your test saw nothing wrong.",
+                    hint="chapter 8's two tests: change a later target word (do earlier logits move?), and append "
+                         "<pad> tokens to a source sentence (does suspect.encode change for its real words?).")
+    if my_broken.strip().lower() != "encoder padding mask":
+        raise Wrong(f"{my_broken!r} would not make the real words' memory depend on padding appended to the source.",
+                    hint="the memory is the encoder's output; the decoder and its masks come after it.")
+    return ("the suspect's encoder lets the words attend to <pad>: a sentence's memory, and sometimes its "
+            "translation, depends on how long the other sentences of its batch are.")
 
 
 # ---- 13.5: why not 看 足球? ------------------------------------------------------------------------

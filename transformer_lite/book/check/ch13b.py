@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import functools
 
-from transformer_lite.data import UNK
-
 from . import NotAnswered, Wrong, call, exercise, number
 
 
@@ -21,31 +19,31 @@ def _shipped():
     return model, data
 
 
-def _unknown_share(count_specials: bool = False, per_sentence: bool = False, raw_split: bool = False) -> float:
-    from transformer_lite.book import real_data
+def _sentence_bleus() -> list[float]:
+    from transformer_lite.metrics import bleu
 
-    _, data = _shipped()
-    rows = []
-    for en, _ in data.test_pairs:
-        tokens = en.split() if raw_split else real_data.tokenize_english(en)
-        ids = data.src_vocab.encode(" ".join(tokens))
-        rows.append(ids + ([0, 0] if count_specials else []))  # as if <bos>/<eos> counted
-    if per_sentence:
-        return sum(UNK in r for r in rows) / len(rows)
-    ids = [i for r in rows for i in r]
-    return sum(i == UNK for i in ids) / len(ids)
+    hyps, refs = _hyps_refs()
+    return [100 * bleu(h, r).score for h, r in zip(hyps, refs)]
 
 
-@exercise("13b.1", wrong=[lambda: (_unknown_share(per_sentence=True),),     # sentences with an <unk>, not tokens
-                          lambda: (_unknown_share(count_specials=True),),   # two extra tokens per sentence
-                          lambda: (100 * _unknown_share(),)])               # a percentage, not a share
-def exercise_13b_1(unknown_share):
-    expected = _unknown_share()
-    number(unknown_share, expected, "unknown_share", rel=1e-6, abs_=1e-9,
-           hint="count TOKENS, not sentences: tokenize each test sentence's English with real_data.tokenize_english, "
-                "encode the tokens with data.src_vocab, and divide the number of ids equal to UNK by the number of "
-                "ids (a share between 0 and 1, not a percentage).")
-    return f"right: {expected:.1%} of the test's English tokens are unknown to the model."
+def _corpus_bleu() -> float:
+    from transformer_lite.metrics import corpus_bleu
+
+    return 100 * corpus_bleu(*_hyps_refs()).score
+
+
+@exercise("13b.1", wrong=[lambda: (_corpus_bleu(),),                                       # the corpus score itself
+                          lambda: (sum(_sentence_bleus()) / len(_sentence_bleus()) / 100,),  # 0-1, not 0-100
+                          lambda: (sum(_sentence_bleus()) / max(1, sum(b > 0 for b in _sentence_bleus())),)])  # zeros left out
+def exercise_13b_1(mean_sentence_bleu):
+    scores = _sentence_bleus()
+    expected = sum(scores) / len(scores)
+    number(mean_sentence_bleu, expected, "mean_sentence_bleu", rel=1e-6, abs_=1e-6,
+           hint="score every test translation alone, 100 * bleu(h, r).score for h, r in zip(hyps, refs), and average "
+                "over ALL the sentences, the zeros included (0-100, like the chapter's scores).")
+    zeros = sum(b == 0 for b in scores)
+    return (f"right: {expected:.1f}, against a corpus BLEU of {_corpus_bleu():.1f}; {zeros} of {len(scores)} "
+            f"sentences score 0 alone, because they share no 4-gram with their reference.")
 
 
 @functools.lru_cache(maxsize=1)
