@@ -108,8 +108,8 @@ def test_architecture_map_links_every_chapter():
     names = set(re.findall(r'"(\d\d_[a-z_]+)"', src))
     assert sorted(int(n[:2]) for n in names) == list(range(1, 15))
     chapters = {"01_tokens_and_embeddings", "02_positional_encoding", "03_self_attention", "04_multi_head_attention",
-                "05_add_norm_ffn", "06_batchnorm_vs_layernorm", "07_pre_ln_vs_post_ln", "08_masking", "09_encoder",
-                "10_decoder", "11_training", "12_inference", "13_capstone_translator", "14_bert_and_gpt"}
+                "05_add_norm_ffn", "06_batchnorm_vs_layernorm", "11_pre_ln_vs_post_ln", "07_masking", "08_encoder",
+                "09_decoder", "10_training", "12_inference", "13_capstone_translator", "14_bert_and_gpt"}
     assert names == chapters  # the file names fixed for cross-links
 
 

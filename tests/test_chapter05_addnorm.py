@@ -171,7 +171,7 @@ def test_self_attention_holds_about_half_the_parameters_of_the_ffn():
 
 
 def test_without_normalization_the_residual_gradient_grows_with_a_layernorm_it_stays_level():
-    # the bridge to chapter 7: LayerNorm levels the activations' scale (and here the gradient too)
+    # the bridge to chapter 11: LayerNorm levels the activations' scale (and here the gradient too)
     residual = [first_layer_grad(L, True, False) for L in (1, 64)]
     with_ln = [first_layer_grad(L, True, True) for L in (1, 8, 64)]
     assert residual[1] > 5 * residual[0]

@@ -26,7 +26,7 @@ adds is what only a Colab-like install shows:
 4. **A chapter in that environment**, with ``tools/run_notebooks.py`` copied out of the checkout and run by
    the venv's Python, in a new kernel, a new empty folder, with ``HOME`` and ``TRANSFORMER_LITE_CACHE``
    empty temporary folders, no ``PYTHONPATH``, no ``TRANSFORMER_LITE_*`` variables (live controls): first a
-   probe that checks the kernel imports the INSTALLED package, then chapter 10 (:data:`COLAB_CHAPTER`),
+   probe that checks the kernel imports the INSTALLED package, then chapter 9 (:data:`COLAB_CHAPTER`),
    which uses every part of the ``book`` extra: bertviz's views, live controls, figures with Chinese
    labels, the shipped translator.
 
@@ -51,7 +51,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-COLAB_CHAPTER = "10_decoder.ipynb"  # bertviz views, live controls, Chinese labels, the shipped translator
+COLAB_CHAPTER = "09_decoder.ipynb"  # bertviz views, live controls, Chinese labels, the shipped translator
 MAX_ASSET_BYTES = 1_000_000
 ASSETS = ("transformer_lite/book/assets/tiny_translator.pt", "transformer_lite/book/assets/tiny_translator.json")
 # What Colab's image has before the set-up cell runs (torch is added with the pinned version).

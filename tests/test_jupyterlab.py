@@ -406,9 +406,9 @@ def test_translator_chapter_13_is_live(lab, browser):
         _quietly(lab.shutdown_kernels)
 
 
-@pytest.mark.parametrize("notebook", ["10_decoder.ipynb", "12_inference.ipynb"])
+@pytest.mark.parametrize("notebook", ["09_decoder.ipynb", "12_inference.ipynb"])
 def test_translator_chapters_run_clean(lab, browser, notebook):
-    """Chapters 10 and 12 assert behaviours of the shipped translator: every cell runs without an error here too."""
+    """Chapters 9 and 12 assert behaviours of the shipped translator: every cell runs without an error here too."""
     page = Page(browser, lab, notebook)
     try:
         page.run_all()

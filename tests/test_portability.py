@@ -82,14 +82,14 @@ def chosen(choice: str | None = None, commits: int | None = None) -> list[str]:
 RUN = chosen()
 
 # The chapters that train a model live. test_every_live_training_chapter_is_listed keeps this complete.
-LIVE_TRAINING = ["04_multi_head_attention", "07_pre_ln_vs_post_ln", "11_training", "13_capstone_translator",
+LIVE_TRAINING = ["04_multi_head_attention", "11_pre_ln_vs_post_ln", "10_training", "13_capstone_translator",
                  "13b_real_sentences", "14_bert_and_gpt", "appendix_a_vision", "appendix_c_pitfalls"]
 # Chapters 13 and 13b train only when the reader asks; here they must.
 SWITCHES = {"13_capstone_translator": ("TRAIN_NOW = False", "TRAIN_NOW = True"),
             "13b_real_sentences": ("TRAIN_NOW = False", "TRAIN_NOW = True")}
 
 # Chapters that take an optimiser step without training a model whose behaviour they then claim.
-NOT_TRAINING = {"10_decoder": "one Adam step, to check that tied weights stay one matrix (exact for any rounding)"}
+NOT_TRAINING = {"09_decoder": "one Adam step, to check that tied weights stay one matrix (exact for any rounding)"}
 
 _TRAINING_CALL = re.compile(r"\b(?:opt|optimizer|optim)\w*\.step\(\)|(?<![.\w])train(?:_\w+)?\(")
 
@@ -127,7 +127,7 @@ def _run(nb: Path, env: dict, workdir: Path) -> dict:
     # No progress bars: nobody watches them here, and their stream of widget messages is the one thing
     # these runs add to a kernel's traffic (a run once hung with kernel and client both idle).
     # OMP_WAIT_POLICY=PASSIVE: idle OpenMP threads sleep instead of spinning. With 2 threads on a machine whose other
-    # core is busy (make test runs two workers), chapter 7 took 265 s instead of 34 s; it changes no result.
+    # core is busy (make test runs two workers), chapter 11 took 265 s instead of 34 s; it changes no result.
     env = {**env, "TQDM_DISABLE": "1", "OMP_WAIT_POLICY": "PASSIVE"}
     full_env = {**os.environ, **env}
     full_env.pop("TRANSFORMER_LITE_STATIC", None)

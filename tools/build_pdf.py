@@ -163,7 +163,7 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
     for doc in docs:
         page = html_root / f"{doc}.html"
         # the ids of the precomputed controls and the bertviz views count from 1 on every page, and their scripts
-        # find their elements by id: each page's get its prefix, so chapter 10's view does not draw into chapter 4's
+        # find their elements by id: each page's get its prefix, so chapter 9's view does not draw into chapter 4's
         text = re.sub(r"\b(tl-(?:bertviz|explore|live)-\d+)", anchor_of[doc] + r"-\1", page.read_text(encoding="utf-8"))
         soup = BeautifulSoup(text, "lxml")
         soups[doc] = soup

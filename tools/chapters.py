@@ -196,12 +196,12 @@ TIMES = ROOT / "benchmarks" / "notebooks.json"   # seconds per chapter on 2 core
 
 
 def slug(stem: str) -> str:
-    """'08_masking' -> 'masking'; 'appendix_a_vision' -> 'vision'; '13b_real_sentences' -> 'real_sentences'."""
+    """'07_masking' -> 'masking'; 'appendix_a_vision' -> 'vision'; '13b_real_sentences' -> 'real_sentences'."""
     return re.sub(r"^(appendix_[a-z]_|\d+[a-z]?_)", "", stem)
 
 
 def label(stem: str, zh: bool) -> str:
-    """'08_masking' -> 'chapter 8' / '第 8 章'; 'appendix_c_pitfalls' -> 'appendix C' / '附录 C'."""
+    """'07_masking' -> 'chapter 7' / '第 7 章'; 'appendix_c_pitfalls' -> 'appendix C' / '附录 C'."""
     if m := re.match(r"appendix_([a-z])_", stem):
         return f"附录 {m[1].upper()}" if zh else f"appendix {m[1].upper()}"
     number = re.match(r"(\d+)([a-z]?)_", stem)

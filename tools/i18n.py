@@ -80,7 +80,11 @@ def sphinx_conf(dest: Path, **overrides) -> Path:
 
 
 def extract(out: Path = POT) -> Path:
-    """The English book's messages, one .pot per page, into ``out``."""
+    """The English book's messages, one .pot per page, into ``out`` (emptied first: a renamed page's old .pot
+    would otherwise make ``update`` create its catalog again)."""
+    import shutil
+
+    shutil.rmtree(out, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="tl-i18n-") as tmp:
         conf = sphinx_conf(Path(tmp) / "conf")
         cmd = [str(Path(sys.executable).parent / "sphinx-build"), "-b", "gettext", "-q", "-c", str(conf),

@@ -50,7 +50,7 @@ def run_notebook(path, cwd=None, env: dict | None = None, timeout: int = 300, st
                             resources={"metadata": {"path": str(workdir)}})
     # No client-side widget models. nbclient mirrors ipywidgets' Output widget by sending comm messages on
     # the shell channel while it waits on that same channel for the cell's execute_reply; here that
-    # sometimes lost the reply, and the run sat idle until the cell timeout (300 s, chapter 2 and 11 with
+    # sometimes lost the reply, and the run sat idle until the cell timeout (300 s, chapter 2 and 10 with
     # live controls). Without the mirror, what a control draws arrives as ordinary outputs of its cell,
     # errors included, which is all this runner reads.
     client.widget_registry = {}

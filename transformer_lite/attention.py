@@ -63,7 +63,7 @@ def scaled_dot_product_attention(
     # Step 1 happened before this call: query, key and value hold the words' q, k and v as rows.
     scores = query @ key.transpose(-2, -1)  # step 2: (..., T, d_k) @ (..., d_k, S) -> (..., T, S)
     scaled = scores * (1.0 / math.sqrt(d_k) if scale is None else scale)  # step 3: divide by sqrt(d_k)
-    masked = apply_mask(scaled, attn_mask)  # blocked pairs -> -inf (chapter 8); no mask: masked == scaled
+    masked = apply_mask(scaled, attn_mask)  # blocked pairs -> -inf (chapter 7); no mask: masked == scaled
     weights = softmax_over_keys(masked)  # step 4: softmax over the keys, each row sums to 1
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)  # training only (paper §5.4)

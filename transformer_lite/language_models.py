@@ -66,7 +66,7 @@ class LanguageModel(nn.Module):
         self.position = LearnedPositionalEncoding(d_model, max_len=max_len, dropout=dropout)
         layer = EncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
                              norm_first=norm_first)
-        # Pre-LN needs a last LayerNorm (chapter 7); Post-LN already ends every layer with one.
+        # Pre-LN needs a last LayerNorm (chapter 11); Post-LN already ends every layer with one.
         final = LayerNorm(d_model, eps=layer_norm_eps) if norm_first else None
         self.layers = Encoder(layer, num_layers, norm=final)
         self.output = nn.Linear(d_model, vocab_size, bias=not tie_embeddings)  # D -> V

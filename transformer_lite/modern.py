@@ -208,7 +208,7 @@ def tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_q: 
 class ModernBlock(nn.Module):
     """The decoder block of Llama-style models: x + Attn(RMSNorm(x)), then x + SwiGLU(RMSNorm(x)).
 
-    Against the paper's block (chapter 10 without cross-attention): Pre-norm (chapter 7) with RMSNorm instead
+    Against the paper's block (chapter 9 without cross-attention): Pre-norm (chapter 11) with RMSNorm instead
     of Post-LN LayerNorm, RoPE inside attention instead of sinusoids added to the input, grouped-query
     attention, a SwiGLU FFN instead of ReLU, and no biases (``qkv_bias=True``: biases on q, k, v only, as
     in Qwen2). Shape: x (B, T, D), attn_mask (T, S) bool (True = blocked) -> (B, T, D).

@@ -16,7 +16,7 @@ shows the difference (``tests/test_pitfalls.py`` checks that every one of them d
     causal_mask_including_diagonal           transformer_lite.causal_mask
     labels_not_shifted                       transformer_lite.training.teacher_forcing
     layer_norm_over_positions                transformer_lite.layer_norm (chapter 6's bug hunt)
-    pre_ln_normalizing_the_highway           transformer_lite.EncoderLayer(norm_first=True) (chapter 7's)
+    pre_ln_normalizing_the_highway           transformer_lite.EncoderLayer(norm_first=True) (chapter 11's)
     causal_mask_off_by_one                   transformer_lite.causal_mask
     transformer_with_mask_bug                transformer_lite.Transformer.forward
     position_ids_ignoring_padding            (ids != pad_id).cumsum(-1) - 1, for left padding
@@ -241,7 +241,7 @@ def transformer_with_mask_bug(model):
     """WRONG: ``model``'s forward pass (src, tgt) -> logits, with one line of the decoder's mask changed.
 
     The same weights and the same padding masks as ``model(src, tgt)``; the causal mask is
-    :func:`causal_mask_off_by_one`. Chapter 8's bug hunt: its leak test finds which positions peek.
+    :func:`causal_mask_off_by_one`. Chapter 7's bug hunt: its leak test finds which positions peek.
     """
     from .masks import padding_mask
 
@@ -440,7 +440,7 @@ class TransformerEncoderPaddingNotMasked(Transformer):
     The encoder's self-attention then lets every English word attend to the ``<pad>`` tokens that fill a short
     sentence up to the batch's width, so a sentence's memory, and possibly its translation, depends on the other
     sentences of its batch. A sentence translated alone (no padding) is unaffected; the cross-attention still
-    masks the padding (``decode`` gets ``src``). Chapter 8's test finds it: append padding, and the real tokens'
+    masks the padding (``decode`` gets ``src``). Chapter 7's test finds it: append padding, and the real tokens'
     outputs must not change.
     """
 

@@ -1,135 +1,190 @@
-"""Checks of chapter 7's exercises (transformer_lite.book.check): Pre-LN vs Post-LN."""
+"""Checks of chapter 7's exercises (masking): transformer_lite.book.check."""
+from __future__ import annotations
+
 import torch
+import torch.nn.functional as F
 
 import transformer_lite as tl
 
 from . import Wrong, call, close, exercise, number, tensor
 
-
-# ---- 7.1 Count the LayerNorms --------------------------------------------------------------------------------
-
-def _count_layer_norms(norm_first):
-    model = tl.Transformer(16, 16, d_model=32, nhead=4, num_encoder_layers=6, num_decoder_layers=6,
-                           dim_feedforward=64, norm_first=norm_first)
-    return sum(isinstance(m, tl.LayerNorm) for m in model.modules())
+PAD = 0
 
 
-@exercise("7.1", wrong=[lambda: (30, 30), lambda: (24, 26), lambda: (30, 31), lambda: (32, 30)])
-def exercise_7_1(n_post, n_pre):
-    post, pre = _count_layer_norms(False), _count_layer_norms(True)
-    number(n_post, post, "n_post", rel=0, abs_=0.5,
-           hint="An encoder layer has two sub-layers and a decoder layer three (self-attention, cross-attention, "
-                "FFN); each sub-layer has one LayerNorm. Post-LN adds nothing at the end of the stacks.")
-    number(n_pre, pre, "n_pre", rel=0, abs_=0.5,
-           hint="Pre-LN has the same LayerNorm per sub-layer, plus one final LayerNorm at the end of EACH stack "
-                "(encoder and decoder).")
-    return "right: Pre-LN has the same per-sub-layer LayerNorms plus one final LayerNorm per stack."
+def _padded_ids():
+    """Three right-padded sentences (B = 3, T = 5), padding id 0."""
+    return torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, PAD, PAD], [4, 8, PAD, PAD, PAD]])
 
 
-# ---- 7.2 A Pre-LN encoder from its parts ---------------------------------------------------------------------
-
-def _sa(layer, h):
-    return layer.self_attn(h, h, h)[0]
-
-
-def _post_ln_order(encoder, x):            # the paper's order, by mistake
-    for layer in encoder.layers:
-        x = layer.norm1(x + _sa(layer, x))
-        x = layer.norm2(x + layer.ff(x))
-    return encoder.norm(x)
-
-
-def _no_final_norm(encoder, x):
-    for layer in encoder.layers:
-        x = x + _sa(layer, layer.norm1(x))
-        x = x + layer.ff(layer.norm2(x))
-    return x
+def _as_bool_mask(answer, name, shape):
+    if not isinstance(answer, torch.Tensor):
+        raise Wrong(f"{name} should be a torch tensor, got {type(answer).__name__}.")
+    if answer.dtype != torch.bool:
+        raise Wrong(f"{name} should be a bool tensor, got dtype {answer.dtype}.",
+                    hint="compare with == or build it with torch.triu/torch.tril on a bool tensor; a float mask is "
+                         "ADDED to the scores by PyTorch, so 0/1 floats would block nothing.")
+    try:
+        return torch.broadcast_to(answer, shape)
+    except RuntimeError:
+        raise Wrong(f"{name} has shape {tuple(answer.shape)}, which does not broadcast to {tuple(shape)}.",
+                    hint="view the (B, S) padding mask as (B, 1, 1, S) and the (T, T) causal mask as (1, 1, T, T) "
+                         "before combining them.") from None
 
 
-def _no_residual(encoder, x):
-    for layer in encoder.layers:
-        x = _sa(layer, layer.norm1(x))
-        x = layer.ff(layer.norm2(x))
-    return encoder.norm(x)
+def _mask_mistake(got, expected, causal):
+    """A hint naming the classic mistake, if the answer is one of them."""
+    if torch.equal(got, ~expected):
+        return "your mask is inverted: here True means BLOCKED (may not attend), as in nn.MultiheadAttention."
+    if torch.equal(got, expected | torch.eye(causal.shape[-1], dtype=torch.bool)):
+        return "off by one: you also block the diagonal, so a token may not attend to itself (use diagonal=1)."
+    if torch.equal(got, expected & ~causal) or not got[..., causal].all():
+        return "some future keys are allowed: the causal part must block every key j > i."
+    return "the padding part: every query must be blocked from every <pad> KEY (a column), in its own sentence."
 
 
-@exercise("7.2", wrong=[lambda: (_post_ln_order,), lambda: (_no_final_norm,), lambda: (_no_residual,)])
-def exercise_7_2(my_pre_ln_encoder):
-    torch.manual_seed(7)
-    encoder = tl.Encoder(tl.EncoderLayer(16, 4, 32, dropout=0.0, norm_first=True), 3, norm=tl.LayerNorm(16)).eval()
-    with torch.no_grad():                  # LayerNorms that are not the identity, so mixing them up shows
-        for m in encoder.modules():
-            if isinstance(m, tl.LayerNorm):
-                for p in m.parameters():
-                    p.add_(0.3 * torch.randn(p.shape))
-    x = torch.randn(2, 5, 16) * 2
+def _right_mask(ids, pad_id):
+    B, T = ids.shape
+    return tl.merge_masks(tl.causal_mask(T), tl.padding_mask(ids, pad_id), B, T, T)
+
+
+def _decoder_mask_mistakes():
+    def inverted(ids, pad_id):  # "True = keep"
+        return ~_right_mask(ids, pad_id)
+
+    def with_diagonal(ids, pad_id):  # triu without diagonal=1: a token may not see itself
+        T = ids.shape[1]
+        return torch.triu(torch.ones(T, T, dtype=torch.bool)) | (ids == pad_id)[:, None, None, :]
+
+    def padding_only(ids, pad_id):
+        return (ids == pad_id)[:, None, None, :]
+
+    return [lambda: (inverted,), lambda: (with_diagonal,), lambda: (padding_only,)]
+
+
+@exercise("7.1", wrong=_decoder_mask_mistakes())
+def exercise_7_1(my_decoder_mask):
+    for ids, pad_id in [(_padded_ids(), PAD), (torch.tensor([[7, 3, 3], [2, 4, 5]]), 3)]:
+        B, T = ids.shape
+        causal = tl.causal_mask(T)
+        expected = _right_mask(ids, pad_id).expand(B, 1, T, T)
+        got = _as_bool_mask(call(my_decoder_mask, ids, pad_id, name="my_decoder_mask(ids, pad_id)"),
+                            "my_decoder_mask(ids, pad_id)", (B, 1, T, T))
+        if not torch.equal(got, expected):
+            wrong = int((got != expected).sum())
+            raise Wrong(f"my_decoder_mask(ids, pad_id={pad_id}) for ids of shape {tuple(ids.shape)} differs from the "
+                        f"right (B, 1, T, T) mask in {wrong} of {expected.numel()} entries.",
+                        hint=_mask_mistake(got, expected, causal))
+    return "your (B, 1, T, T) mask equals tl.merge_masks(causal_mask, padding_mask) (True = blocked), any pad id."
+
+
+@exercise("7.2", wrong=[lambda: (tl.causal_mask,),                                                  # True = blocked
+                        lambda: (lambda T: torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1),),
+                        lambda: (lambda T: torch.triu(torch.ones(T, T, dtype=torch.bool)),),
+                        lambda: (lambda T: torch.tril(torch.ones(T, T)),)])                          # 0/1 float
+def exercise_7_2(my_keep_causal):
+    g = torch.Generator().manual_seed(0)
+    for T in (4, 7, 1):
+        got = _as_bool_mask(call(my_keep_causal, T, name=f"my_keep_causal({T})"), f"my_keep_causal({T})", (T, T))
+        expected = ~tl.causal_mask(T)
+        q, k, v = (torch.randn(2, 3, T, 4, generator=g) for _ in range(3))
+        ours, _ = tl.scaled_dot_product_attention(q, k, v, attn_mask=tl.causal_mask(T))
+        theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=got)
+        if not torch.equal(got, expected) or not torch.allclose(torch.nan_to_num(theirs), ours, atol=1e-5):
+            if torch.equal(got, ~expected):
+                hint = ("this is PyTorch's 'True = blocked' mask; F.scaled_dot_product_attention reads True as "
+                        "'takes part', so it would attend to exactly the future.")
+            elif T > 1 and not got.diagonal().all():
+                hint = "off by one: each position must keep itself (the diagonal), so keep j <= i."
+            else:
+                hint = "keep = True where key j <= query i: the lower triangle, diagonal included (torch.tril)."
+            raise Wrong(f"my_keep_causal({T}) is not the causal mask in the 'True = keep' convention "
+                        f"({int((got != expected).sum())} of {T * T} entries differ).", hint=hint)
+    return "F.scaled_dot_product_attention with your keep-mask equals tl's attention with tl.causal_mask (T = 4, 7, 1)."
+
+
+def _bug_hunt_leaks(t0=5, V=20, T=8):
+    """Positions before t0 whose logits move in pitfalls.transformer_with_mask_bug when only token t0 changes
+    (two decoder layers, as the chapter's model)."""
+    from transformer_lite import pitfalls
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = tl.Transformer(V, V, d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=2,
+                               dim_feedforward=32, dropout=0.0).eval()
+        src, tgt = torch.randint(4, V, (1, 6)), torch.randint(4, V, (1, T))
+    suspect = pitfalls.transformer_with_mask_bug(model)
+    tgt2 = tgt.clone()
+    tgt2[0, t0] = 4 + (tgt[0, t0] - 4 + 1) % (V - 4)  # change only the token at t0
     with torch.no_grad():
-        out = call(my_pre_ln_encoder, encoder, x.clone(), name="my_pre_ln_encoder(encoder, x)")
-        expected = encoder(x)
-        mistakes = [(_post_ln_order(encoder, x), "this is the Post-LN order: LayerNorm(x + F(x)).",
-                     "Pre-LN normalizes only the copy that enters the sub-layer: x = x + F(LayerNorm(x))."),
-                    (_no_final_norm(encoder, x), "the layers are right, but the stack's final LayerNorm is missing.",
-                     "A Pre-LN stack ends with one more LayerNorm: return encoder.norm(x)."),
-                    (_no_residual(encoder, x), "the residual connection is missing.",
-                     "Add the sub-layer's output to x: x = x + F(LayerNorm(x)).")]
-    answer = tensor(out, "my_pre_ln_encoder(encoder, x)", tuple(expected.shape))
-    for wrong_out, message, hint in mistakes:
-        if torch.allclose(answer, wrong_out, atol=1e-5):
-            raise Wrong(message, hint)
-    close(out, expected, "my_pre_ln_encoder(encoder, x)", atol=1e-5,
-          hint="Per layer: x = x + SA(norm1(x)), then x = x + FF(norm2(x)), where SA(h) = layer.self_attn(h, h, h)[0]; "
-               "after the last layer, the stack's final LayerNorm: encoder.norm(x).")
-    return "your Pre-LN encoder equals tl.Encoder(EncoderLayer(..., norm_first=True), 3, norm=LayerNorm)."
+        moved = (suspect(src, tgt2) - suspect(src, tgt))[0].abs().amax(-1)  # (T,)
+    return [t for t in range(t0) if moved[t] > 1e-5]
 
 
-# ---- 7.3 Adam's first step ------------------------------------------------------------------------------------
-
-_GRADS = [2e-4, -50.0, 3.0]
-_LR = 1e-3
-
-
-@exercise("7.3", wrong=[lambda: ([-_LR * g for g in _GRADS],),                              # plain SGD
-                        lambda: ([_LR if g > 0 else -_LR for g in _GRADS],),                 # uphill
-                        lambda: ([-_LR * 0.1 / 0.02 ** 0.5 * (1 if g > 0 else -1) for g in _GRADS],)])  # no bias correction
-def exercise_7_3(my_steps):
-    w = torch.nn.Parameter(torch.zeros(3, dtype=torch.float64))
-    optimizer = tl.training.paper_adam([w], lr=_LR)
-    w.grad = torch.tensor(_GRADS, dtype=torch.float64)
-    optimizer.step()
-    close(my_steps, w.detach(), "my_steps", atol=1e-6, rtol=0,
-          hint="On step 1 the bias-corrected averages are m̂ = g and v̂ = g², so the change is "
-               "−lr · g / (|g| + eps): about lr in size, against the gradient's sign, whatever |g| is.")
-    return "right: Adam's first step moves every parameter by about lr, against its gradient's sign."
-
-
-# ---- 7.4 Bug hunt: a Pre-LN layer that normalizes its highway ----------------------------------------------------
-
-_FORMULAS = {"a": "x + F(LN(x))", "b": "LN(x) + F(LN(x))", "c": "LN(x + F(x))"}
+@exercise("7.3", wrong=[lambda: ([], 1),                      # the leak test not run: "nothing leaks"
+                        lambda: ([0, 1, 2, 3, 4], 0),         # "it sees the whole future"
+                        lambda: ([4], 2),                      # one layer's leak; the model has two
+                        lambda: ([3, 4], 0)])                  # the right leak, the wrong diagonal
+def exercise_7_3(my_leaky_positions, my_diagonal):
+    try:
+        given = sorted({int(t) for t in my_leaky_positions})
+    except (TypeError, ValueError):
+        raise Wrong(f"my_leaky_positions should be a list of positions (ints from 0 to 4), "
+                    f"got {my_leaky_positions!r}.") from None
+    expected = _bug_hunt_leaks()
+    if given != expected:
+        raise Wrong("your list of leaking positions is not what the leak test measures.",
+                    hint="change only the token at position 5 (as in the chapter's leak test) and compare the "
+                         "suspect's logits at positions 0-4 before and after; list those that move.")
+    number(my_diagonal, 2, "my_diagonal", rel=0, abs_=0.5,
+           hint="torch.triu(ones, diagonal=d) blocks key j for query i when j >= i + d. Which d lets query i see "
+                "key i + 1 but not i + 2?")
+    return ("positions 3 and 4 move: each query also sees the NEXT token (the mask is triu(diagonal=2), "
+            "pitfalls.causal_mask_off_by_one), and with two layers the leak reaches two positions back. "
+            "The fix is diagonal=1, tl.causal_mask.")
 
 
-@exercise("7.4", wrong=[lambda: ("a",), lambda: ("c",), lambda: ("d",)])
-def exercise_7_4(my_formula):
-    from ...pitfalls import pre_ln_normalizing_the_highway
-
-    if not isinstance(my_formula, str) or my_formula.strip().lower().strip("()\"'") not in _FORMULAS:
-        raise Wrong(f"my_formula should be one of \"a\", \"b\", \"c\", got {my_formula!r}.",
-                    "a: x + F(LN(x)) (Pre-LN), b: LN(x) + F(LN(x)), c: LN(x + F(x)) (Post-LN).")
-    answer = my_formula.strip().lower().strip("()\"'")
-    # the diagnosis, measured again with one layer's weights in both orders
-    with torch.random.fork_rng():                          # leave the reader's random state alone
-        torch.manual_seed(7)
-        pre = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=True).eval()
-        post = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=False).eval()
-        x = 3 * torch.randn(2, 5, 16)
-    post.load_state_dict(pre.state_dict())
+def _decoder_changes(n_real=5, n_pad=3):
+    """Positions whose decoder output changes when tgt_key_padding_mask is dropped (right padding)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = tl.Transformer(20, 20, d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=2,
+                               dim_feedforward=32, dropout=0.0).eval()
+        src = torch.randint(4, 20, (1, 6))
+        tgt = torch.cat([torch.randint(4, 20, (1, n_real)), torch.full((1, n_pad), PAD)], dim=1)
+    T = n_real + n_pad
     with torch.no_grad():
-        out = pre_ln_normalizing_the_highway(pre, x)
-        assert not torch.allclose(out, pre(x), atol=1e-4) and not torch.allclose(out, post(x), atol=1e-4)
-    if answer == "a":
-        raise Wrong("it is not Pre-LN: with the same weights its output differs from EncoderLayer(norm_first=True).",
-                    "Follow the RMS of the highway through 24 such layers: does it grow, as Pre-LN's does?")
-    if answer == "c":
-        raise Wrong("it is not Post-LN: with the same weights its output differs from EncoderLayer(norm_first=False), "
-                    "and its output's RMS is not 1.", "Print the RMS of its output after a few layers.")
-    return ("right: the normalized copy replaced the highway, so each sub-layer computes LN(x) + F(LN(x)): "
-            "the highway is reset before every addition, and neither keeps its input nor ends normalized.")
+        memory = model.encode(src)
+        x = model.tgt_pos(model.tgt_embed(tgt))
+        with_kpm = model.decoder(x, memory, tgt_mask=tl.causal_mask(T), tgt_key_padding_mask=tl.padding_mask(tgt, PAD))
+        without = model.decoder(x, memory, tgt_mask=tl.causal_mask(T))
+    return [t for t in range(T) if (with_kpm[0, t] - without[0, t]).abs().max() > 1e-5]
+
+
+@exercise("7.4", wrong=[lambda: ([],), lambda: ([6, 7],), lambda: (list(range(8)),)])
+def exercise_7_4(my_changed_positions):
+    try:
+        given = sorted({int(t) for t in my_changed_positions})
+    except (TypeError, ValueError):
+        raise Wrong(f"my_changed_positions should be a list of positions (ints from 0 to 7), "
+                    f"got {my_changed_positions!r}.") from None
+    expected = _decoder_changes()
+    if given != expected:
+        hint = ("the real tokens 0-4 come before every <pad>, so the causal mask already hides the pads from them."
+                if any(t < 5 for t in given) else
+                "look at each <pad> QUERY: which <pad> keys may it see under the causal mask alone? Include itself.")
+        missing, extra = set(expected) - set(given), set(given) - set(expected)
+        raise Wrong(f"your list misses {len(missing)} position(s) that change and holds {len(extra)} that do not.",
+                    hint=hint)
+    return ("measured on a small decoder: only the <pad> positions change; the real positions 0-4 are identical "
+            "without the target padding mask (right padding).")
+
+
+@exercise("7.5", wrong=[lambda: (torch.zeros(5),), lambda: (torch.full((5,), float("nan")),),
+                        lambda: (torch.tensor([1.0, 0, 0, 0, 0]),)])
+def exercise_7_5(my_dead_row):
+    s = torch.randn(5, generator=torch.Generator().manual_seed(0)).half()
+    expected = torch.softmax(s.masked_fill(torch.ones(5, dtype=torch.bool), torch.finfo(torch.float16).min), dim=-1)
+    close(my_dead_row, expected.float(), "my_dead_row", atol=1e-3, rtol=0,
+          hint="with a finite fill value every score of a fully masked row becomes the same number; the softmax of "
+               "equal numbers is not 0 and not NaN.")
+    return "a fully masked float16 row filled with finfo(float16).min gets uniform weights 1/5, like −1e9 in float32."

@@ -1,4 +1,4 @@
-"""Checks of chapter 9's exercises (the encoder): transformer_lite.book.check."""
+"""Checks of chapter 9's exercises (the decoder): transformer_lite.book.check."""
 from __future__ import annotations
 
 import torch
@@ -7,152 +7,172 @@ import transformer_lite as tl
 
 from . import Wrong, call, close, exercise, number, tensor
 
-PAD = 0
-_D, _H, _D_FF = 512, 8, 2048
+_D, _H, _D_FF, _V = 512, 8, 2048, 37_000
 
 
-def _head_weights(x):
-    """The (S, S) weights of head 0 of a fixed, untrained self-attention for vectors x (S, D), no positions."""
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        attn = tl.MultiHeadAttention(16, 4).eval()
-    with torch.no_grad():
-        return attn(x[None], x[None], x[None])[1][0, 0]
+def _decoder_counts(D=_D, d_ff=_D_FF):
+    attention, ffn, norm = 4 * (D * D + D), 2 * D * d_ff + d_ff + D, 2 * D
+    return {"right": 2 * attention + ffn + 3 * norm,
+            "encoder layer": attention + ffn + 2 * norm,
+            "two LayerNorms": 2 * attention + ffn + 2 * norm,
+            "no biases": 2 * 4 * D * D + 2 * D * d_ff + 3 * norm}
 
 
-@exercise("9.1", wrong=[lambda: (lambda w, perm: w[perm],),           # rows moved, columns not
-                        lambda: (lambda w, perm: w[:, perm],),        # columns moved, rows not
-                        lambda: (lambda w, perm: w,)])                # "the weights do not change"
-def exercise_9_1(my_permuted_weights):
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(6, 16, generator=g)  # six token vectors, no positional encoding
-    w = _head_weights(x)
-    for perm in (torch.tensor([5, 4, 3, 2, 1, 0]), torch.randperm(6, generator=g)):
-        got = call(my_permuted_weights, w.clone(), perm, name="my_permuted_weights(w, perm)")
-        close(got, _head_weights(x[perm]), "my_permuted_weights(w, perm)",
-              hint="the weights of the shuffled sentence at (i, j) belong to the words perm[i] (the query) and "
-                   "perm[j] (the key) of the original: both the rows and the columns move.")
-    return "the shuffled sentence's weights are w[perm][:, perm] = P A Pᵀ, measured on an attention head."
+@exercise("9.1", wrong=[lambda: (_decoder_counts()["encoder layer"],), lambda: (_decoder_counts()["two LayerNorms"],),
+                         lambda: (_decoder_counts()["no biases"],)])
+def exercise_9_1(my_count):
+    with torch.device("meta"):
+        expected = tl.count_parameters(tl.DecoderLayer(_D, _H, dim_feedforward=_D_FF))
+    assert expected == _decoder_counts()["right"]
+    hints = {"encoder layer": "that is an ENCODER layer: the decoder layer has a second attention block "
+                              "(cross-attention) with its own Add & Norm.",
+             "two LayerNorms": "three sub-layers, three Add & Norms: 3 LayerNorms of 2D parameters each.",
+             "no biases": "every Linear layer has a bias: D per attention projection, d_ff + D in the FFN."}
+    try:
+        mistake = next((k for k, v in _decoder_counts().items() if k != "right" and v == int(my_count)), None)
+    except (TypeError, ValueError):
+        mistake = None
+    number(my_count, expected, "my_count", rel=0, abs_=0.5,
+           hint=hints.get(mistake, "two attention blocks 2·4(D² + D), the FFN 2·D·d_ff + d_ff + D, three "
+                                   "LayerNorms 3·2D."))
+    return f"one decoder layer of the base model has {expected:,} parameters (= tl.DecoderLayer(512, 8))."
+
+
+def _as_shape(answer, name):
+    try:
+        return tuple(int(n) for n in answer)
+    except (TypeError, ValueError):
+        raise Wrong(f"{name} should be a tuple of ints, like (2, 3), got {answer!r}.") from None
+
+
+@exercise("9.2", wrong=[lambda: ((2, 10, 37_000), (10, 37_000)),        # "W_vocab is n x vocab"
+                         lambda: ((2, 10, 37_000), (37_000, 512)),       # nn.Linear's storage, not the math's W
+                         lambda: ((2, 10, 512), (512, 37_000))])
+def exercise_9_2(my_logits_shape, my_W_shape):
+    B, T = 2, 10
+    with torch.device("meta"):
+        base = tl.Transformer(_V, _V, d_model=_D, nhead=_H, dim_feedforward=_D_FF)
+        logits = base.output_projection(torch.empty(B, T, _D))
+    expected_logits, expected_W = tuple(logits.shape), tuple(base.output_projection.weight.T.shape)
+    got_logits, got_W = _as_shape(my_logits_shape, "my_logits_shape"), _as_shape(my_W_shape, "my_W_shape")
+    if got_logits != expected_logits:
+        raise Wrong(f"my_logits_shape {got_logits} is not the shape of the logits for B = {B}, T = {T}.",
+                    hint="one score per vocabulary word, at every position of every sentence: (B, T, V).")
+    if got_W != expected_W:
+        if got_W == (T, _V):
+            hint = ("T × V is the shape of one sentence's LOGITS, not of the weight: the same W serves every "
+                    "sentence length, so T cannot be one of its dimensions.")
+        elif got_W == expected_W[::-1]:
+            hint = ("(V, D) is how nn.Linear STORES its weight (output features first); in logits = h W + b, "
+                    "with h of width D, W is its transpose.")
+        else:
+            hint = "W maps each position's D-vector to V scores: h (1 × D) times W must give 1 × V."
+        raise Wrong(f"my_W_shape {got_W} is not the shape of W in logits = h W + b.", hint=hint)
+    return f"logits {expected_logits} = h (B, T, D) @ W {expected_W} + b (V,): W is D × V, whatever T is."
 
 
 def _layer_and_inputs():
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        layer = tl.EncoderLayer(16, 4, dim_feedforward=32, dropout=0.0).eval()
-        x = torch.randn(2, 5, 16)
-    pad = torch.tensor([[False, False, False, True, True], [False] * 5])
-    return layer, x, pad
+        layer = tl.DecoderLayer(d_model=8, nhead=2, dim_feedforward=32, dropout=0.0).eval()
+        y, memory = torch.randn(1, 6, 8), torch.randn(1, 4, 8)  # T = 6 target positions, S = 4 source words
+    return layer, y, memory, tl.causal_mask(6)
 
 
-def _pre_ln(x, layer, pad):
-    h = layer.norm1(x)
-    a = x + layer.self_attn(h, h, h, key_padding_mask=pad)[0]
-    return a + layer.ff(layer.norm2(a))
+def _q_from_layer_input(layer, y, memory, tgt_mask):  # "Q comes from the previous decoder block"
+    return layer.multihead_attn(y, memory, memory)[0]
 
 
-def _no_mask(x, layer, pad):
-    a = layer.norm1(x + layer.self_attn(x, x, x)[0])
-    return layer.norm2(a + layer.ff(a))
+def _q_before_norm(layer, y, memory, tgt_mask):
+    return layer.multihead_attn(y + layer.self_attn(y, y, y, attn_mask=tgt_mask)[0], memory, memory)[0]
 
 
-def _no_residual(x, layer, pad):
-    a = layer.norm1(layer.self_attn(x, x, x, key_padding_mask=pad)[0])
-    return layer.norm2(layer.ff(a))
+def _self_attention_again(layer, y, memory, tgt_mask):
+    x1 = layer.norm1(y + layer.self_attn(y, y, y, attn_mask=tgt_mask)[0])
+    return layer.multihead_attn(x1, x1, x1)[0]
 
 
-@exercise("9.2", wrong=[lambda: (_pre_ln,), lambda: (_no_mask,), lambda: (_no_residual,)])
-def exercise_9_2(my_encoder_layer):
-    layer, x, pad = _layer_and_inputs()
-    with torch.no_grad():
-        expected = layer(x, src_key_padding_mask=pad)
-        got = call(my_encoder_layer, x, layer, pad, name="my_encoder_layer(x, layer, pad)")
-    got = tensor(got, "my_encoder_layer(x, layer, pad)", tuple(expected.shape))
-    real = ~pad  # the <pad> positions' outputs are never read
-    close(got[real], expected[real], "my_encoder_layer(x, layer, pad) at the real tokens",
-          hint="Post-LN, as the paper: a = norm1(x + self_attn(x, x, x, key_padding_mask=pad)), then "
-               "norm2(a + ff(a)). The attention module returns (output, weights).")
-    return "your layer equals tl.EncoderLayer on a padded (2, 5, 16) batch."
+@exercise("9.3", wrong=[lambda: (_q_from_layer_input,), lambda: (_q_before_norm,), lambda: (_self_attention_again,)])
+def exercise_9_3(my_cross_attention):
+    layer, y, memory, tgt_mask = _layer_and_inputs()
+    seen = {}
 
+    def record(module, args, out):  # a forward hook that returns None leaves the output as it is
+        seen["out"] = out[0]
 
-def _gap_models():
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        model = tl.Transformer(30, 30, d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=1,
-                               dim_feedforward=32, dropout=0.0, positional="learned").eval()
-        src = torch.randint(4, 30, (2, 7))
-    perm = torch.tensor([1, 2, 3, 4, 5, 6, 0])  # a 7-cycle: its inverse is a different permutation
-    return model, src, perm
-
-
-@exercise("9.3", wrong=[lambda: (lambda enc, src, perm: (enc(src[:, perm]) - enc(src)).abs().max().item(),),
-                        lambda: (lambda enc, src, perm:
-                                 (enc(src[:, perm]) - enc(src)[:, perm.argsort()]).abs().max().item(),),
-                        lambda: (lambda enc, src, perm: (enc(src[:, perm]) - enc(src)[:, perm]).abs().mean().item(),)])
-def exercise_9_3(my_gap):
-    model, src, perm = _gap_models()
-    without_pe = lambda s: model.encoder(model.src_embed(s))  # noqa: E731
-    with torch.no_grad():
-        for label, enc in [("without positions", without_pe), ("with learned positions", model.encode)]:
-            expected = (enc(src[:, perm]) - enc(src)[:, perm]).abs().max().item()
-            got = call(my_gap, enc, src, perm, name="my_gap(encode, src, perm)")
-            number(got, expected, f"my_gap for an encoder {label}", rel=1e-3, abs_=1e-5,
-                   hint="Enc(PX) is encode(src[:, perm]); P Enc(X) permutes the OUTPUT rows the same way: "
-                        "encode(src)[:, perm]. Return the largest absolute difference.")
-    return "your gap is ~0 without positions (equivariant) and clearly > 0 with learned positions."
-
-
-def _padded_batch():
-    with torch.random.fork_rng():
-        torch.manual_seed(1)
-        model = tl.Transformer(30, 30, d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=1,
-                               dim_feedforward=32, dropout=0.0).eval()
-    ids = torch.tensor([[5, 6, 7, 8, PAD, PAD], [9, 10, 11, 12, 13, 14]])
-    return model, ids, torch.tensor([4, 0, 5, 2, 1, 3])
-
-
-@exercise("9.4", wrong=[lambda: (lambda model, ids, perm: model.encoder(
-                            model.src_embed(ids[:, perm]), src_key_padding_mask=tl.padding_mask(ids, PAD)),),
-                        lambda: (lambda model, ids, perm: model.encoder(model.src_embed(ids[:, perm])),)])
-def exercise_9_4(my_encode_permuted):
-    model, ids, perm = _padded_batch()
-    with torch.no_grad():
-        got = call(my_encode_permuted, model, ids, perm, name="my_encode_permuted(model, ids, perm)")
-        reference = model.encoder(model.src_embed(ids), src_key_padding_mask=tl.padding_mask(ids, PAD))
-    got = tensor(got, "my_encode_permuted(model, ids, perm)", tuple(reference.shape))
-    real = ids[:, perm] != PAD
-    close(got[real], reference[:, perm][real], "my_encode_permuted(...) at the real tokens, against P Enc(X)",
-          hint="the padding mask belongs to the positions: permute it with the tokens (or build it from ids[:, perm]).")
-    return "Enc(PX) = P Enc(X) at every real token of a padded batch, with the padding mask permuted along."
-
-
-def _causal_changes(S=6, changed=3):
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        enc = tl.Encoder(tl.EncoderLayer(16, 4, dim_feedforward=32, dropout=0.0), num_layers=2).eval()
-        x = torch.randn(1, S, 16)
-        x2 = x.clone()
-        x2[0, changed] = torch.randn(16)
-    with torch.no_grad():
-        diff = (enc(x2, mask=tl.causal_mask(S)) - enc(x, mask=tl.causal_mask(S)))[0].abs().amax(-1)
-    return [t for t in range(S) if diff[t] > 1e-5]
-
-
-@exercise("9.5", wrong=[lambda: ([0, 1, 2, 3],), lambda: (list(range(6)),), lambda: ([4, 5],), lambda: ([3],)])
-def exercise_9_5(my_positions):
+    hook = layer.multihead_attn.register_forward_hook(record)
     try:
-        given = sorted({int(t) for t in my_positions})
-    except (TypeError, ValueError):
-        raise Wrong(f"my_positions should be a list of positions (ints 0 to 5), got {my_positions!r}.") from None
-    expected = _causal_changes()
-    if given != expected:
-        if given == list(range(6)):
-            hint = "that is the encoder WITHOUT a mask; under the causal mask a position reads only keys j <= i."
-        elif any(t < 3 for t in given):
-            hint = "the other way round: position i reads only the keys j <= i, so positions before 3 cannot see it."
-        else:
-            hint = "position 3 itself reads its own (changed) input; every later position reads it through attention."
-        missing, extra = set(expected) - set(given), set(given) - set(expected)
-        raise Wrong(f"your list misses {len(missing)} position(s) that change and holds {len(extra)} that do not.",
-                    hint=hint)
-    return (f"measured on an untrained two-layer encoder: only positions {expected} move under the causal mask "
-            "(any weights: the mask alone decides it).")
+        with torch.no_grad():
+            layer(y, memory, tgt_mask=tgt_mask)  # the package's own forward: record what cross-attention returned
+    finally:
+        hook.remove()
+    with torch.no_grad():
+        got = call(my_cross_attention, layer, y, memory, tgt_mask,
+                   name="my_cross_attention(layer, y, memory, tgt_mask)")
+    got = tensor(got, "my_cross_attention(layer, y, memory, tgt_mask)", tuple(seen["out"].shape))
+    close(got, seen["out"], "my_cross_attention(layer, y, memory, tgt_mask)",
+          hint="the query is x1 = norm1(y + self_attn(y, y, y, attn_mask=tgt_mask)), the output of THIS layer's "
+               "first sub-layer (after its Add & Norm), not y; keys and values are the memory.")
+    return "your cross-attention output equals what DecoderLayer's own cross-attention computed (hooked)."
+
+
+@exercise("9.4", wrong=[lambda: (1.0,), lambda: (0.37,)])
+def exercise_9_4(my_change):
+    layer, y, memory, tgt_mask = _layer_and_inputs()
+    perm = torch.tensor([2, 0, 3, 1])
+    with torch.no_grad():
+        expected = (layer(y, memory[:, perm], tgt_mask=tgt_mask) - layer(y, memory, tgt_mask=tgt_mask)).abs().max()
+    number(my_change, float(expected), "my_change", rel=0, abs_=1e-5,
+           hint="shuffle the ROWS of the memory (dimension 1) and compare the two outputs of layer; think of what "
+                "a weighted sum does when its terms are reordered along with their weights.")
+    return "shuffling the memory's rows changes the decoder's output by no more than float rounding."
+
+
+def suspect_decoder_layer(layer):
+    """Exercise 9.5's suspect: a copy of ``layer`` (same weights) with one silent bug."""
+    from transformer_lite import pitfalls
+
+    return pitfalls.decoder_layer_ignoring_source_padding(layer)
+
+
+_PROMISES = {"source": "every target position sees every source word",
+             "causal": "no target position sees a later target position",
+             "padding": "masked source padding changes nothing"}
+
+
+def _padding_test(layer, y, memory):
+    padded = torch.cat([memory, torch.randn(memory.shape[0], 3, memory.shape[2])], dim=1)
+    pad = torch.zeros(padded.shape[:2], dtype=torch.bool)
+    pad[:, memory.shape[1]:] = True
+    mask = tl.causal_mask(y.shape[1])
+    out = layer(y, padded, tgt_mask=mask, memory_key_padding_mask=pad)
+    return torch.allclose(out, layer(y, memory, tgt_mask=mask), atol=1e-5)
+
+
+@exercise("9.5", wrong=[lambda: ("causal", _padding_test), lambda: ("source", _padding_test),
+                         lambda: ("padding", lambda layer, y, memory: True),
+                         lambda: ("padding", lambda layer, y, memory: False)])
+def exercise_9_5(my_diagnosis, my_test):
+    if not isinstance(my_diagnosis, str) or my_diagnosis.strip().lower() not in _PROMISES:
+        raise Wrong(f"my_diagnosis should be one of {sorted(_PROMISES)}, got {my_diagnosis!r}.")
+    layer, y, memory, _ = _layer_and_inputs()
+    suspect = suspect_decoder_layer(layer)
+    with torch.no_grad(), torch.random.fork_rng():
+        torch.manual_seed(1)
+        verdicts = {name: call(my_test, m, y, memory, name="my_test(layer, y, memory)")
+                    for name, m in (("a correct DecoderLayer", layer), ("the suspect", suspect))}
+    for name, v in verdicts.items():
+        if not isinstance(v, (bool, torch.Tensor)) or (isinstance(v, torch.Tensor) and v.numel() != 1):
+            raise Wrong(f"my_test should return True or False, got {v!r} for {name}.")
+    if not bool(verdicts["a correct DecoderLayer"]):
+        raise Wrong("my_test fails a correct DecoderLayer: a test must pass the right layer.",
+                    hint="compare two outputs with torch.allclose(..., atol=1e-5), not torch.equal: "
+                         "dropping keys changes the float rounding a little.")
+    if bool(verdicts["the suspect"]):
+        raise Wrong("my_test passes the suspect: it does not catch the bug.",
+                    hint="the suspect is right on a sentence without padding: give it padded source positions.")
+    if my_diagnosis.strip().lower() != "padding":
+        raise Wrong(f"your test catches the suspect, but the broken promise is not {my_diagnosis!r}.",
+                    hint="run the three experiments of 'What each position may see' on the suspect: which one fails?")
+    return ("the suspect's cross-attention ignores memory_key_padding_mask: it reads the padding vectors. "
+            "Without padding it is exactly right, which is why the bug is silent.")

@@ -1,178 +1,260 @@
-"""Checks of chapter 10's exercises (the decoder): transformer_lite.book.check."""
+"""Checks of chapter 10's exercises (transformer_lite.book.check): teacher forcing, label smoothing, gradient
+clipping, a bug hunt (a loss that counts padding) and Adam's update."""
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
-import transformer_lite as tl
+from transformer_lite.data import BOS, EOS, PAD
+from transformer_lite.training import teacher_forcing
 
-from . import Wrong, call, close, exercise, number, tensor
-
-_D, _H, _D_FF, _V = 512, 8, 2048, 37_000
-
-
-def _decoder_counts(D=_D, d_ff=_D_FF):
-    attention, ffn, norm = 4 * (D * D + D), 2 * D * d_ff + d_ff + D, 2 * D
-    return {"right": 2 * attention + ffn + 3 * norm,
-            "encoder layer": attention + ffn + 2 * norm,
-            "two LayerNorms": 2 * attention + ffn + 2 * norm,
-            "no biases": 2 * 4 * D * D + 2 * D * d_ff + 3 * norm}
+from . import Wrong, call, close, exercise, tensor
 
 
-@exercise("10.1", wrong=[lambda: (_decoder_counts()["encoder layer"],), lambda: (_decoder_counts()["two LayerNorms"],),
-                         lambda: (_decoder_counts()["no biases"],)])
-def exercise_10_1(my_count):
-    with torch.device("meta"):
-        expected = tl.count_parameters(tl.DecoderLayer(_D, _H, dim_feedforward=_D_FF))
-    assert expected == _decoder_counts()["right"]
-    hints = {"encoder layer": "that is an ENCODER layer: the decoder layer has a second attention block "
-                              "(cross-attention) with its own Add & Norm.",
-             "two LayerNorms": "three sub-layers, three Add & Norms: 3 LayerNorms of 2D parameters each.",
-             "no biases": "every Linear layer has a bias: D per attention projection, d_ff + D in the FFN."}
-    try:
-        mistake = next((k for k, v in _decoder_counts().items() if k != "right" and v == int(my_count)), None)
-    except (TypeError, ValueError):
-        mistake = None
-    number(my_count, expected, "my_count", rel=0, abs_=0.5,
-           hint=hints.get(mistake, "two attention blocks 2·4(D² + D), the FFN 2·D·d_ff + d_ff + D, three "
-                                   "LayerNorms 3·2D."))
-    return f"one decoder layer of the base model has {expected:,} parameters (= tl.DecoderLayer(512, 8))."
+def _pair(out, name):
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise Wrong(f"{name} should return two tensors, (decoder_input, labels); got {type(out).__name__}.",
+                    hint="return decoder_input, labels")
+    return out
 
 
-def _as_shape(answer, name):
-    try:
-        return tuple(int(n) for n in answer)
-    except (TypeError, ValueError):
-        raise Wrong(f"{name} should be a tuple of ints, like (2, 3), got {answer!r}.") from None
+# ---- 11.1: teacher forcing ---------------------------------------------------------------------------------
+
+def _targets():
+    g = torch.Generator().manual_seed(0)
+    tgt = torch.randint(4, 20, (3, 7), generator=g)  # (B, T + 1) = BOS + words + EOS + padding
+    tgt[:, 0] = BOS
+    for row, length in enumerate((7, 5, 4)):  # tokens in the row, <bos> and <eos> included
+        tgt[row, length - 1] = EOS
+        tgt[row, length:] = PAD
+    return tgt
 
 
-@exercise("10.2", wrong=[lambda: ((2, 10, 37_000), (10, 37_000)),        # "W_vocab is n x vocab"
-                         lambda: ((2, 10, 37_000), (37_000, 512)),       # nn.Linear's storage, not the math's W
-                         lambda: ((2, 10, 512), (512, 37_000))])
-def exercise_10_2(my_logits_shape, my_W_shape):
-    B, T = 2, 10
-    with torch.device("meta"):
-        base = tl.Transformer(_V, _V, d_model=_D, nhead=_H, dim_feedforward=_D_FF)
-        logits = base.output_projection(torch.empty(B, T, _D))
-    expected_logits, expected_W = tuple(logits.shape), tuple(base.output_projection.weight.T.shape)
-    got_logits, got_W = _as_shape(my_logits_shape, "my_logits_shape"), _as_shape(my_W_shape, "my_W_shape")
-    if got_logits != expected_logits:
-        raise Wrong(f"my_logits_shape {got_logits} is not the shape of the logits for B = {B}, T = {T}.",
-                    hint="one score per vocabulary word, at every position of every sentence: (B, T, V).")
-    if got_W != expected_W:
-        if got_W == (T, _V):
-            hint = ("T × V is the shape of one sentence's LOGITS, not of the weight: the same W serves every "
-                    "sentence length, so T cannot be one of its dimensions.")
-        elif got_W == expected_W[::-1]:
-            hint = ("(V, D) is how nn.Linear STORES its weight (output features first); in logits = h W + b, "
-                    "with h of width D, W is its transpose.")
-        else:
-            hint = "W maps each position's D-vector to V scores: h (1 × D) times W must give 1 × V."
-        raise Wrong(f"my_W_shape {got_W} is not the shape of W in logits = h W + b.", hint=hint)
-    return f"logits {expected_logits} = h (B, T, D) @ W {expected_W} + b (V,): W is D × V, whatever T is."
+@exercise("10.1", wrong=[lambda: (lambda tgt: (tgt, tgt),),
+                         lambda: (lambda tgt: (tgt[:, 1:], tgt[:, :-1]),),
+                         lambda: (lambda tgt: (tgt[:, :-1], tgt[:, :-1]),)])
+def exercise_10_1(my_teacher_forcing):
+    tgt = _targets()
+    expected_in, expected_labels = teacher_forcing(tgt)
+    out = _pair(call(my_teacher_forcing, tgt, name="my_teacher_forcing"), "my_teacher_forcing(tgt)")
+    got_in = tensor(out[0], "decoder_input", tuple(expected_in.shape))
+    got_labels = tensor(out[1], "labels", tuple(expected_labels.shape))
+    if torch.equal(got_in.long(), expected_labels) and torch.equal(got_labels.long(), expected_in):
+        raise Wrong("decoder_input and labels are swapped.",
+                    hint="the decoder READS <bos> y_1 ... (the target without its last token) and must PREDICT "
+                         "y_1 ... <eos> (the target without its first token).")
+    if torch.equal(got_in.long(), got_labels.long()):
+        raise Wrong("decoder_input equals labels: the model would be asked to copy the token it reads.",
+                    hint="shift by one position: labels[:, t] must be the token AFTER decoder_input[:, t].")
+    if not torch.equal(got_in.long(), expected_in):
+        raise Wrong("decoder_input is not right.", hint="the decoder reads the target without its LAST token: tgt[:, :-1].")
+    if not torch.equal(got_labels.long(), expected_labels):
+        raise Wrong("labels are not right.", hint="the labels are the target without its FIRST token (<bos>): tgt[:, 1:].")
+    return "decoder_input = tgt[:, :-1] and labels = tgt[:, 1:], as transformer_lite.training.teacher_forcing."
 
 
-def _layer_and_inputs():
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        layer = tl.DecoderLayer(d_model=8, nhead=2, dim_feedforward=32, dropout=0.0).eval()
-        y, memory = torch.randn(1, 6, 8), torch.randn(1, 4, 8)  # T = 6 target positions, S = 4 source words
-    return layer, y, memory, tl.causal_mask(6)
+# ---- 11.2: label-smoothed cross-entropy by hand -----------------------------------------------------------------
+
+def _smoothed(logits, labels, eps, spread, right, drop_pad_column=False, ignore_pad=True):
+    # a loss with the smoothing mass eps / spread on every other word and `right` on the label
+    V = logits.shape[-1]
+    q = torch.full(logits.shape, eps / spread)
+    q.scatter_(-1, labels.clamp_min(0).unsqueeze(-1), right)
+    if drop_pad_column:
+        q[..., PAD] = 0.0
+    per_position = -(q * logits.log_softmax(-1)).sum(-1)
+    keep = labels != PAD if ignore_pad else torch.ones_like(labels, dtype=torch.bool)
+    return (per_position * keep).sum() / keep.sum()
 
 
-def _q_from_layer_input(layer, y, memory, tgt_mask):  # "Q comes from the previous decoder block"
-    return layer.multihead_attn(y, memory, memory)[0]
+def _over_v_minus_1():  # fairseq's convention: 1 - eps on the label, eps / (V - 1) on each other word
+    return (lambda logits, labels, eps: _smoothed(logits, labels, eps, logits.shape[-1] - 1, 1 - eps),)
 
 
-def _q_before_norm(layer, y, memory, tgt_mask):
-    return layer.multihead_attn(y + layer.self_attn(y, y, y, attn_mask=tgt_mask)[0], memory, memory)[0]
+def _annotated():  # the Annotated Transformer's: 1 - eps on the label, eps / (V - 2), none on <pad>
+    return (lambda logits, labels, eps: _smoothed(logits, labels, eps, logits.shape[-1] - 2, 1 - eps, True),)
 
 
-def _self_attention_again(layer, y, memory, tgt_mask):
-    x1 = layer.norm1(y + layer.self_attn(y, y, y, attn_mask=tgt_mask)[0])
-    return layer.multihead_attn(x1, x1, x1)[0]
+def _counts_padding():
+    return (lambda logits, labels, eps: _smoothed(logits, labels, eps, logits.shape[-1],
+                                                  1 - eps + eps / logits.shape[-1], ignore_pad=False),)
 
 
-@exercise("10.3", wrong=[lambda: (_q_from_layer_input,), lambda: (_q_before_norm,), lambda: (_self_attention_again,)])
-def exercise_10_3(my_cross_attention):
-    layer, y, memory, tgt_mask = _layer_and_inputs()
-    seen = {}
-
-    def record(module, args, out):  # a forward hook that returns None leaves the output as it is
-        seen["out"] = out[0]
-
-    hook = layer.multihead_attn.register_forward_hook(record)
-    try:
-        with torch.no_grad():
-            layer(y, memory, tgt_mask=tgt_mask)  # the package's own forward: record what cross-attention returned
-    finally:
-        hook.remove()
-    with torch.no_grad():
-        got = call(my_cross_attention, layer, y, memory, tgt_mask,
-                   name="my_cross_attention(layer, y, memory, tgt_mask)")
-    got = tensor(got, "my_cross_attention(layer, y, memory, tgt_mask)", tuple(seen["out"].shape))
-    close(got, seen["out"], "my_cross_attention(layer, y, memory, tgt_mask)",
-          hint="the query is x1 = norm1(y + self_attn(y, y, y, attn_mask=tgt_mask)), the output of THIS layer's "
-               "first sub-layer (after its Add & Norm), not y; keys and values are the memory.")
-    return "your cross-attention output equals what DecoderLayer's own cross-attention computed (hooked)."
+def _no_smoothing():
+    return (lambda logits, labels, eps: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                                        ignore_index=PAD),)
 
 
-@exercise("10.4", wrong=[lambda: (1.0,), lambda: (0.37,)])
-def exercise_10_4(my_change):
-    layer, y, memory, tgt_mask = _layer_and_inputs()
-    perm = torch.tensor([2, 0, 3, 1])
-    with torch.no_grad():
-        expected = (layer(y, memory[:, perm], tgt_mask=tgt_mask) - layer(y, memory, tgt_mask=tgt_mask)).abs().max()
-    number(my_change, float(expected), "my_change", rel=0, abs_=1e-5,
-           hint="shuffle the ROWS of the memory (dimension 1) and compare the two outputs of layer; think of what "
-                "a weighted sum does when its terms are reordered along with their weights.")
-    return "shuffling the memory's rows changes the decoder's output by no more than float rounding."
+_SMOOTHING_MISTAKES = [
+    (_over_v_minus_1, "you spread eps over the V - 1 other words and left exactly 1 - eps on the label (fairseq's "
+                      "convention). This chapter's loss, like PyTorch's label_smoothing and Szegedy et al.'s "
+                      "formula, spreads eps over ALL V words: the label gets 1 - eps + eps / V."),
+    (_annotated, "you used the Annotated Transformer's convention (eps / (V - 2), nothing on <pad>). This "
+                 "chapter's loss spreads eps over all V words: q = (1 - eps) one_hot + eps / V."),
+    (_counts_padding, "padding positions must not count: average over the positions whose label is not PAD."),
+    (_no_smoothing, "that is the plain cross-entropy: the target must be the smoothed q, not the one-hot label."),
+]
 
 
-def suspect_decoder_layer(layer):
-    """Exercise 10.5's suspect: a copy of ``layer`` (same weights) with one silent bug."""
+@exercise("10.2", wrong=[m for m, _ in _SMOOTHING_MISTAKES] + [lambda: (lambda logits, labels, eps: logits.sum(),)])
+def exercise_10_2(my_smoothed_loss):
+    g = torch.Generator().manual_seed(1)
+    V = 9
+    logits = 2 * torch.randn(2, 5, V, generator=g)
+    labels = torch.randint(4, V, (2, 5), generator=g)
+    labels[1, 3:] = PAD  # the second sentence is shorter
+    for eps in (0.1, 0.3):
+        expected = F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1), label_smoothing=eps, ignore_index=PAD)
+        out = call(my_smoothed_loss, logits, labels, eps, name="my_smoothed_loss")
+        out = tensor(out, f"my_smoothed_loss(logits, labels, {eps})").reshape(())
+        hint = ("q(w) = (1 - eps) [w = label] + eps / V; loss = -sum_w q(w) log_softmax(logits)(w), averaged over "
+                "the positions whose label is not PAD.")
+        for mistake, text in _SMOOTHING_MISTAKES:
+            if torch.allclose(out, mistake()[0](logits, labels, eps).reshape(()), atol=1e-5):
+                hint = text
+                break
+        close(out, expected, f"my_smoothed_loss(logits, labels, eps={eps})", hint=hint, atol=1e-5)
+    return "your loss equals F.cross_entropy(..., label_smoothing=eps, ignore_index=PAD) for eps = 0.1 and 0.3."
+
+
+# ---- 11.3: the warm-up schedule --------------------------------------------------------------------------------
+
+def _clip_reference(grads, max_norm):
+    params = [torch.zeros_like(g, requires_grad=True) for g in grads]
+    for p, g in zip(params, grads):
+        p.grad = g.clone()
+    torch.nn.utils.clip_grad_norm_(params, max_norm)
+    return [p.grad for p in params]
+
+
+def _clip_each(grads, max_norm):  # each tensor by its own norm
+    return [g * min(1.0, max_norm / float(g.norm())) for g in grads]
+
+
+def _clip_values(grads, max_norm):  # clip_grad_value_: every entry into [-max_norm, max_norm]
+    return [g.clamp(-max_norm, max_norm) for g in grads]
+
+
+def _always_rescale(grads, max_norm):  # scales up small gradients too
+    total = float(torch.cat([g.flatten() for g in grads]).norm())
+    return [g * max_norm / total for g in grads]
+
+
+@exercise("10.3", wrong=[lambda: (_clip_each,), lambda: (_clip_values,), lambda: (_always_rescale,)])
+def exercise_10_3(my_clip):
+    gen = torch.Generator().manual_seed(0)
+    grads = [torch.randn(4, 3, generator=gen), 5 * torch.randn(7, generator=gen), 0.1 * torch.randn(2, 2, generator=gen)]
+    total = float(torch.cat([g.flatten() for g in grads]).norm())
+    for max_norm, case in ((0.5 * total, "a joint norm above max_norm"), (2 * total, "a joint norm below max_norm")):
+        got = call(my_clip, [g.clone() for g in grads], max_norm, name="my_clip(grads, max_norm)")
+        if not isinstance(got, (list, tuple)) or len(got) != len(grads):
+            raise Wrong(f"my_clip should return a list of {len(grads)} tensors, one per gradient, got {type(got).__name__}.")
+        for i, (mine, ref) in enumerate(zip(got, _clip_reference(grads, max_norm))):
+            close(tensor(mine, f"my_clip(...)[{i}]", tuple(ref.shape)), ref, f"my_clip(...)[{i}] for {case}",
+                  atol=1e-5, rtol=1e-4,
+                  hint="the norm is that of ALL the gradients together, as one vector; below max_norm nothing "
+                       "changes; above it every gradient is multiplied by the same max_norm / norm.")
+    return "your clipping equals torch.nn.utils.clip_grad_norm_: one factor for all gradients, only above max_norm."
+
+
+# ---- 11.4: bug hunt, a loss that counts padding ------------------------------------------------------------------
+
+def suspect_loss(logits, labels):
+    """Exercise 10.4's suspect: meant to be the cross-entropy over the real positions; it has one silent bug."""
     from transformer_lite import pitfalls
 
-    return pitfalls.decoder_layer_ignoring_source_padding(layer)
+    return pitfalls.cross_entropy_counting_padding(logits, labels)
 
 
-_PROMISES = {"source": "every target position sees every source word",
-             "causal": "no target position sees a later target position",
-             "padding": "masked source padding changes nothing"}
+def _padding_experiment(loss_fn):
+    gen = torch.Generator().manual_seed(0)
+    logits, labels = torch.randn(2, 5, 9, generator=gen), torch.tensor([[4, 5, 6, 2, PAD], [4, 2, PAD, PAD, PAD]])
+    more_logits = torch.cat([logits, torch.randn(2, 3, 9, generator=gen)], dim=1)
+    more_labels = torch.cat([labels, torch.full((2, 3), PAD)], dim=1)
+    return torch.allclose(loss_fn(logits, labels), loss_fn(more_logits, more_labels))
 
 
-def _padding_test(layer, y, memory):
-    padded = torch.cat([memory, torch.randn(memory.shape[0], 3, memory.shape[2])], dim=1)
-    pad = torch.zeros(padded.shape[:2], dtype=torch.bool)
-    pad[:, memory.shape[1]:] = True
-    mask = tl.causal_mask(y.shape[1])
-    out = layer(y, padded, tgt_mask=mask, memory_key_padding_mask=pad)
-    return torch.allclose(out, layer(y, memory, tgt_mask=mask), atol=1e-5)
+_DIAGNOSES = ("padding", "shift", "smoothing")
 
 
-@exercise("10.5", wrong=[lambda: ("causal", _padding_test), lambda: ("source", _padding_test),
-                         lambda: ("padding", lambda layer, y, memory: True),
-                         lambda: ("padding", lambda layer, y, memory: False)])
-def exercise_10_5(my_diagnosis, my_test):
-    if not isinstance(my_diagnosis, str) or my_diagnosis.strip().lower() not in _PROMISES:
-        raise Wrong(f"my_diagnosis should be one of {sorted(_PROMISES)}, got {my_diagnosis!r}.")
-    layer, y, memory, _ = _layer_and_inputs()
-    suspect = suspect_decoder_layer(layer)
-    with torch.no_grad(), torch.random.fork_rng():
-        torch.manual_seed(1)
-        verdicts = {name: call(my_test, m, y, memory, name="my_test(layer, y, memory)")
-                    for name, m in (("a correct DecoderLayer", layer), ("the suspect", suspect))}
-    for name, v in verdicts.items():
+@exercise("10.4", wrong=[lambda: ("shift", _padding_experiment), lambda: ("smoothing", _padding_experiment),
+                         lambda: ("padding", lambda loss_fn: True), lambda: ("padding", lambda loss_fn: False)])
+def exercise_10_4(my_diagnosis, my_test):
+    from transformer_lite.training import label_smoothed_cross_entropy
+
+    if not isinstance(my_diagnosis, str) or my_diagnosis.strip().lower() not in _DIAGNOSES:
+        raise Wrong(f"my_diagnosis should be one of {list(_DIAGNOSES)}, got {my_diagnosis!r}.")
+    right = lambda logits, labels: label_smoothed_cross_entropy(logits, labels)  # noqa: E731
+    verdicts = {}
+    for name, fn in (("the right loss", right), ("suspect_loss", suspect_loss)):
+        with torch.no_grad():
+            v = call(my_test, fn, name="my_test(loss_fn)")
         if not isinstance(v, (bool, torch.Tensor)) or (isinstance(v, torch.Tensor) and v.numel() != 1):
             raise Wrong(f"my_test should return True or False, got {v!r} for {name}.")
-    if not bool(verdicts["a correct DecoderLayer"]):
-        raise Wrong("my_test fails a correct DecoderLayer: a test must pass the right layer.",
-                    hint="compare two outputs with torch.allclose(..., atol=1e-5), not torch.equal: "
-                         "dropping keys changes the float rounding a little.")
-    if bool(verdicts["the suspect"]):
-        raise Wrong("my_test passes the suspect: it does not catch the bug.",
-                    hint="the suspect is right on a sentence without padding: give it padded source positions.")
+        verdicts[name] = bool(v)
+    if not verdicts["the right loss"]:
+        raise Wrong("my_test fails the right loss (label_smoothed_cross_entropy): a test must pass it.",
+                    hint="compare the two losses with torch.allclose, not ==.")
+    if verdicts["suspect_loss"]:
+        raise Wrong("my_test passes suspect_loss: it does not catch the bug.",
+                    hint="the suspect is right on a batch without padding: append columns of <pad> to the targets.")
     if my_diagnosis.strip().lower() != "padding":
-        raise Wrong(f"your test catches the suspect, but the broken promise is not {my_diagnosis!r}.",
-                    hint="run the three experiments of 'What each position may see' on the suspect: which one fails?")
-    return ("the suspect's cross-attention ignores memory_key_padding_mask: it reads the padding vectors. "
-            "Without padding it is exactly right, which is why the bug is silent.")
+        raise Wrong(f"your test catches the suspect, but the bug is not {my_diagnosis!r}.",
+                    hint="which experiment of the chapter did your test run?")
+    return ("suspect_loss averages over every position, padding included (no ignore_index): it trains the model to "
+            "predict <pad>, and its value changes when more padding is appended.")
+
+
+# ---- 11.5: Adam by hand --------------------------------------------------------------------------------------------
+
+def _adam_reference(grads, lr, betas=(0.9, 0.98), eps=1e-9):
+    w = torch.zeros(grads.shape[1], dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([w], lr=lr, betas=betas, eps=eps)
+    updates = []
+    for g in grads.double():
+        before = w.detach().clone()
+        w.grad = g.clone()
+        opt.step()
+        updates.append(w.detach() - before)
+    return torch.stack(updates)
+
+
+def _no_bias_correction(grads, lr):
+    m = v = torch.zeros(grads.shape[1], dtype=torch.float64)
+    out = []
+    for g in grads.double():
+        m, v = 0.9 * m + 0.1 * g, 0.98 * v + 0.02 * g ** 2
+        out.append(-lr * m / (v.sqrt() + 1e-9))
+    return torch.stack(out)
+
+
+_ADAM_MISTAKES = [
+    (lambda grads, lr: -lr * grads.sign(),
+     "every step is lr * sign(g) only on the FIRST step (m_hat = g, v_hat = g^2). Later steps are "
+     "lr * m_hat / (sqrt(v_hat) + eps), with m and v running averages: keep them from step to step."),
+    (_no_bias_correction, "divide m by (1 - beta1^k) and v by (1 - beta2^k) before using them (the bias correction; "
+                          "k counts the steps from 1): both averages start at zero."),
+    (lambda grads, lr: _adam_reference(grads, lr, betas=(0.9, 0.999)),
+     "that is PyTorch's default beta2 = 0.999; the paper (and paper_adam) uses beta2 = 0.98."),
+    (lambda grads, lr: -_adam_reference(grads, lr), "the step goes AGAINST the gradient: theta - lr * ..."),
+]
+
+
+@exercise("10.5", wrong=[lambda m=m: (m,) for m, _ in _ADAM_MISTAKES] + [lambda: (lambda grads, lr: grads * 0,)])
+def exercise_10_5(my_adam_updates):
+    g = torch.Generator().manual_seed(2)
+    scales = torch.tensor([1e-3, 1.0, 1e3, 1.0], dtype=torch.float64)
+    grads = torch.randn(6, 4, generator=g, dtype=torch.float64) * scales  # 6 steps, 4 weights of different scales
+    grads[:, 3] = torch.tensor([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])       # one gradient that flips sign every step
+    lr = 1e-3
+    expected = _adam_reference(grads, lr)
+    out = call(my_adam_updates, grads.clone(), lr, name="my_adam_updates")
+    out = tensor(out, "my_adam_updates(grads, lr)", tuple(expected.shape)).double()
+    hint = ("m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, m_hat = m / (1 - b1^k), v_hat = v / (1 - b2^k), "
+            "update = -lr m_hat / (sqrt(v_hat) + eps), with b1 = 0.9, b2 = 0.98, eps = 1e-9.")
+    for mistake, text in _ADAM_MISTAKES:
+        if torch.allclose(out, mistake(grads, lr).double(), rtol=1e-5, atol=1e-10):
+            hint = text
+            break
+    close(out, expected, "my_adam_updates(grads, lr)", hint=hint, atol=1e-9, rtol=1e-4)
+    return "your updates equal torch.optim.Adam's with the paper's betas and eps, step by step, for all 4 weights."

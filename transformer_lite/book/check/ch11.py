@@ -1,260 +1,135 @@
-"""Checks of chapter 11's exercises (transformer_lite.book.check): teacher forcing, label smoothing, gradient
-clipping, a bug hunt (a loss that counts padding) and Adam's update."""
-from __future__ import annotations
-
+"""Checks of chapter 11's exercises (transformer_lite.book.check): Pre-LN vs Post-LN."""
 import torch
-import torch.nn.functional as F
 
-from transformer_lite.data import BOS, EOS, PAD
-from transformer_lite.training import teacher_forcing
+import transformer_lite as tl
 
-from . import Wrong, call, close, exercise, tensor
+from . import Wrong, call, close, exercise, number, tensor
 
 
-def _pair(out, name):
-    if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise Wrong(f"{name} should return two tensors, (decoder_input, labels); got {type(out).__name__}.",
-                    hint="return decoder_input, labels")
-    return out
+# ---- 7.1 Count the LayerNorms --------------------------------------------------------------------------------
+
+def _count_layer_norms(norm_first):
+    model = tl.Transformer(16, 16, d_model=32, nhead=4, num_encoder_layers=6, num_decoder_layers=6,
+                           dim_feedforward=64, norm_first=norm_first)
+    return sum(isinstance(m, tl.LayerNorm) for m in model.modules())
 
 
-# ---- 11.1: teacher forcing ---------------------------------------------------------------------------------
-
-def _targets():
-    g = torch.Generator().manual_seed(0)
-    tgt = torch.randint(4, 20, (3, 7), generator=g)  # (B, T + 1) = BOS + words + EOS + padding
-    tgt[:, 0] = BOS
-    for row, length in enumerate((7, 5, 4)):  # tokens in the row, <bos> and <eos> included
-        tgt[row, length - 1] = EOS
-        tgt[row, length:] = PAD
-    return tgt
-
-
-@exercise("11.1", wrong=[lambda: (lambda tgt: (tgt, tgt),),
-                         lambda: (lambda tgt: (tgt[:, 1:], tgt[:, :-1]),),
-                         lambda: (lambda tgt: (tgt[:, :-1], tgt[:, :-1]),)])
-def exercise_11_1(my_teacher_forcing):
-    tgt = _targets()
-    expected_in, expected_labels = teacher_forcing(tgt)
-    out = _pair(call(my_teacher_forcing, tgt, name="my_teacher_forcing"), "my_teacher_forcing(tgt)")
-    got_in = tensor(out[0], "decoder_input", tuple(expected_in.shape))
-    got_labels = tensor(out[1], "labels", tuple(expected_labels.shape))
-    if torch.equal(got_in.long(), expected_labels) and torch.equal(got_labels.long(), expected_in):
-        raise Wrong("decoder_input and labels are swapped.",
-                    hint="the decoder READS <bos> y_1 ... (the target without its last token) and must PREDICT "
-                         "y_1 ... <eos> (the target without its first token).")
-    if torch.equal(got_in.long(), got_labels.long()):
-        raise Wrong("decoder_input equals labels: the model would be asked to copy the token it reads.",
-                    hint="shift by one position: labels[:, t] must be the token AFTER decoder_input[:, t].")
-    if not torch.equal(got_in.long(), expected_in):
-        raise Wrong("decoder_input is not right.", hint="the decoder reads the target without its LAST token: tgt[:, :-1].")
-    if not torch.equal(got_labels.long(), expected_labels):
-        raise Wrong("labels are not right.", hint="the labels are the target without its FIRST token (<bos>): tgt[:, 1:].")
-    return "decoder_input = tgt[:, :-1] and labels = tgt[:, 1:], as transformer_lite.training.teacher_forcing."
+@exercise("11.1", wrong=[lambda: (30, 30), lambda: (24, 26), lambda: (30, 31), lambda: (32, 30)])
+def exercise_11_1(n_post, n_pre):
+    post, pre = _count_layer_norms(False), _count_layer_norms(True)
+    number(n_post, post, "n_post", rel=0, abs_=0.5,
+           hint="An encoder layer has two sub-layers and a decoder layer three (self-attention, cross-attention, "
+                "FFN); each sub-layer has one LayerNorm. Post-LN adds nothing at the end of the stacks.")
+    number(n_pre, pre, "n_pre", rel=0, abs_=0.5,
+           hint="Pre-LN has the same LayerNorm per sub-layer, plus one final LayerNorm at the end of EACH stack "
+                "(encoder and decoder).")
+    return "right: Pre-LN has the same per-sub-layer LayerNorms plus one final LayerNorm per stack."
 
 
-# ---- 11.2: label-smoothed cross-entropy by hand -----------------------------------------------------------------
+# ---- 7.2 A Pre-LN encoder from its parts ---------------------------------------------------------------------
 
-def _smoothed(logits, labels, eps, spread, right, drop_pad_column=False, ignore_pad=True):
-    # a loss with the smoothing mass eps / spread on every other word and `right` on the label
-    V = logits.shape[-1]
-    q = torch.full(logits.shape, eps / spread)
-    q.scatter_(-1, labels.clamp_min(0).unsqueeze(-1), right)
-    if drop_pad_column:
-        q[..., PAD] = 0.0
-    per_position = -(q * logits.log_softmax(-1)).sum(-1)
-    keep = labels != PAD if ignore_pad else torch.ones_like(labels, dtype=torch.bool)
-    return (per_position * keep).sum() / keep.sum()
+def _sa(layer, h):
+    return layer.self_attn(h, h, h)[0]
 
 
-def _over_v_minus_1():  # fairseq's convention: 1 - eps on the label, eps / (V - 1) on each other word
-    return (lambda logits, labels, eps: _smoothed(logits, labels, eps, logits.shape[-1] - 1, 1 - eps),)
+def _post_ln_order(encoder, x):            # the paper's order, by mistake
+    for layer in encoder.layers:
+        x = layer.norm1(x + _sa(layer, x))
+        x = layer.norm2(x + layer.ff(x))
+    return encoder.norm(x)
 
 
-def _annotated():  # the Annotated Transformer's: 1 - eps on the label, eps / (V - 2), none on <pad>
-    return (lambda logits, labels, eps: _smoothed(logits, labels, eps, logits.shape[-1] - 2, 1 - eps, True),)
+def _no_final_norm(encoder, x):
+    for layer in encoder.layers:
+        x = x + _sa(layer, layer.norm1(x))
+        x = x + layer.ff(layer.norm2(x))
+    return x
 
 
-def _counts_padding():
-    return (lambda logits, labels, eps: _smoothed(logits, labels, eps, logits.shape[-1],
-                                                  1 - eps + eps / logits.shape[-1], ignore_pad=False),)
+def _no_residual(encoder, x):
+    for layer in encoder.layers:
+        x = _sa(layer, layer.norm1(x))
+        x = layer.ff(layer.norm2(x))
+    return encoder.norm(x)
 
 
-def _no_smoothing():
-    return (lambda logits, labels, eps: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                                                        ignore_index=PAD),)
+@exercise("11.2", wrong=[lambda: (_post_ln_order,), lambda: (_no_final_norm,), lambda: (_no_residual,)])
+def exercise_11_2(my_pre_ln_encoder):
+    torch.manual_seed(7)
+    encoder = tl.Encoder(tl.EncoderLayer(16, 4, 32, dropout=0.0, norm_first=True), 3, norm=tl.LayerNorm(16)).eval()
+    with torch.no_grad():                  # LayerNorms that are not the identity, so mixing them up shows
+        for m in encoder.modules():
+            if isinstance(m, tl.LayerNorm):
+                for p in m.parameters():
+                    p.add_(0.3 * torch.randn(p.shape))
+    x = torch.randn(2, 5, 16) * 2
+    with torch.no_grad():
+        out = call(my_pre_ln_encoder, encoder, x.clone(), name="my_pre_ln_encoder(encoder, x)")
+        expected = encoder(x)
+        mistakes = [(_post_ln_order(encoder, x), "this is the Post-LN order: LayerNorm(x + F(x)).",
+                     "Pre-LN normalizes only the copy that enters the sub-layer: x = x + F(LayerNorm(x))."),
+                    (_no_final_norm(encoder, x), "the layers are right, but the stack's final LayerNorm is missing.",
+                     "A Pre-LN stack ends with one more LayerNorm: return encoder.norm(x)."),
+                    (_no_residual(encoder, x), "the residual connection is missing.",
+                     "Add the sub-layer's output to x: x = x + F(LayerNorm(x)).")]
+    answer = tensor(out, "my_pre_ln_encoder(encoder, x)", tuple(expected.shape))
+    for wrong_out, message, hint in mistakes:
+        if torch.allclose(answer, wrong_out, atol=1e-5):
+            raise Wrong(message, hint)
+    close(out, expected, "my_pre_ln_encoder(encoder, x)", atol=1e-5,
+          hint="Per layer: x = x + SA(norm1(x)), then x = x + FF(norm2(x)), where SA(h) = layer.self_attn(h, h, h)[0]; "
+               "after the last layer, the stack's final LayerNorm: encoder.norm(x).")
+    return "your Pre-LN encoder equals tl.Encoder(EncoderLayer(..., norm_first=True), 3, norm=LayerNorm)."
 
 
-_SMOOTHING_MISTAKES = [
-    (_over_v_minus_1, "you spread eps over the V - 1 other words and left exactly 1 - eps on the label (fairseq's "
-                      "convention). This chapter's loss, like PyTorch's label_smoothing and Szegedy et al.'s "
-                      "formula, spreads eps over ALL V words: the label gets 1 - eps + eps / V."),
-    (_annotated, "you used the Annotated Transformer's convention (eps / (V - 2), nothing on <pad>). This "
-                 "chapter's loss spreads eps over all V words: q = (1 - eps) one_hot + eps / V."),
-    (_counts_padding, "padding positions must not count: average over the positions whose label is not PAD."),
-    (_no_smoothing, "that is the plain cross-entropy: the target must be the smoothed q, not the one-hot label."),
-]
+# ---- 7.3 Adam's first step ------------------------------------------------------------------------------------
+
+_GRADS = [2e-4, -50.0, 3.0]
+_LR = 1e-3
 
 
-@exercise("11.2", wrong=[m for m, _ in _SMOOTHING_MISTAKES] + [lambda: (lambda logits, labels, eps: logits.sum(),)])
-def exercise_11_2(my_smoothed_loss):
-    g = torch.Generator().manual_seed(1)
-    V = 9
-    logits = 2 * torch.randn(2, 5, V, generator=g)
-    labels = torch.randint(4, V, (2, 5), generator=g)
-    labels[1, 3:] = PAD  # the second sentence is shorter
-    for eps in (0.1, 0.3):
-        expected = F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1), label_smoothing=eps, ignore_index=PAD)
-        out = call(my_smoothed_loss, logits, labels, eps, name="my_smoothed_loss")
-        out = tensor(out, f"my_smoothed_loss(logits, labels, {eps})").reshape(())
-        hint = ("q(w) = (1 - eps) [w = label] + eps / V; loss = -sum_w q(w) log_softmax(logits)(w), averaged over "
-                "the positions whose label is not PAD.")
-        for mistake, text in _SMOOTHING_MISTAKES:
-            if torch.allclose(out, mistake()[0](logits, labels, eps).reshape(()), atol=1e-5):
-                hint = text
-                break
-        close(out, expected, f"my_smoothed_loss(logits, labels, eps={eps})", hint=hint, atol=1e-5)
-    return "your loss equals F.cross_entropy(..., label_smoothing=eps, ignore_index=PAD) for eps = 0.1 and 0.3."
+@exercise("11.3", wrong=[lambda: ([-_LR * g for g in _GRADS],),                              # plain SGD
+                        lambda: ([_LR if g > 0 else -_LR for g in _GRADS],),                 # uphill
+                        lambda: ([-_LR * 0.1 / 0.02 ** 0.5 * (1 if g > 0 else -1) for g in _GRADS],)])  # no bias correction
+def exercise_11_3(my_steps):
+    w = torch.nn.Parameter(torch.zeros(3, dtype=torch.float64))
+    optimizer = tl.training.paper_adam([w], lr=_LR)
+    w.grad = torch.tensor(_GRADS, dtype=torch.float64)
+    optimizer.step()
+    close(my_steps, w.detach(), "my_steps", atol=1e-6, rtol=0,
+          hint="On step 1 the bias-corrected averages are m̂ = g and v̂ = g², so the change is "
+               "−lr · g / (|g| + eps): about lr in size, against the gradient's sign, whatever |g| is.")
+    return "right: Adam's first step moves every parameter by about lr, against its gradient's sign."
 
 
-# ---- 11.3: the warm-up schedule --------------------------------------------------------------------------------
+# ---- 7.4 Bug hunt: a Pre-LN layer that normalizes its highway ----------------------------------------------------
 
-def _clip_reference(grads, max_norm):
-    params = [torch.zeros_like(g, requires_grad=True) for g in grads]
-    for p, g in zip(params, grads):
-        p.grad = g.clone()
-    torch.nn.utils.clip_grad_norm_(params, max_norm)
-    return [p.grad for p in params]
+_FORMULAS = {"a": "x + F(LN(x))", "b": "LN(x) + F(LN(x))", "c": "LN(x + F(x))"}
 
 
-def _clip_each(grads, max_norm):  # each tensor by its own norm
-    return [g * min(1.0, max_norm / float(g.norm())) for g in grads]
+@exercise("11.4", wrong=[lambda: ("a",), lambda: ("c",), lambda: ("d",)])
+def exercise_11_4(my_formula):
+    from ...pitfalls import pre_ln_normalizing_the_highway
 
-
-def _clip_values(grads, max_norm):  # clip_grad_value_: every entry into [-max_norm, max_norm]
-    return [g.clamp(-max_norm, max_norm) for g in grads]
-
-
-def _always_rescale(grads, max_norm):  # scales up small gradients too
-    total = float(torch.cat([g.flatten() for g in grads]).norm())
-    return [g * max_norm / total for g in grads]
-
-
-@exercise("11.3", wrong=[lambda: (_clip_each,), lambda: (_clip_values,), lambda: (_always_rescale,)])
-def exercise_11_3(my_clip):
-    gen = torch.Generator().manual_seed(0)
-    grads = [torch.randn(4, 3, generator=gen), 5 * torch.randn(7, generator=gen), 0.1 * torch.randn(2, 2, generator=gen)]
-    total = float(torch.cat([g.flatten() for g in grads]).norm())
-    for max_norm, case in ((0.5 * total, "a joint norm above max_norm"), (2 * total, "a joint norm below max_norm")):
-        got = call(my_clip, [g.clone() for g in grads], max_norm, name="my_clip(grads, max_norm)")
-        if not isinstance(got, (list, tuple)) or len(got) != len(grads):
-            raise Wrong(f"my_clip should return a list of {len(grads)} tensors, one per gradient, got {type(got).__name__}.")
-        for i, (mine, ref) in enumerate(zip(got, _clip_reference(grads, max_norm))):
-            close(tensor(mine, f"my_clip(...)[{i}]", tuple(ref.shape)), ref, f"my_clip(...)[{i}] for {case}",
-                  atol=1e-5, rtol=1e-4,
-                  hint="the norm is that of ALL the gradients together, as one vector; below max_norm nothing "
-                       "changes; above it every gradient is multiplied by the same max_norm / norm.")
-    return "your clipping equals torch.nn.utils.clip_grad_norm_: one factor for all gradients, only above max_norm."
-
-
-# ---- 11.4: bug hunt, a loss that counts padding ------------------------------------------------------------------
-
-def suspect_loss(logits, labels):
-    """Exercise 11.4's suspect: meant to be the cross-entropy over the real positions; it has one silent bug."""
-    from transformer_lite import pitfalls
-
-    return pitfalls.cross_entropy_counting_padding(logits, labels)
-
-
-def _padding_experiment(loss_fn):
-    gen = torch.Generator().manual_seed(0)
-    logits, labels = torch.randn(2, 5, 9, generator=gen), torch.tensor([[4, 5, 6, 2, PAD], [4, 2, PAD, PAD, PAD]])
-    more_logits = torch.cat([logits, torch.randn(2, 3, 9, generator=gen)], dim=1)
-    more_labels = torch.cat([labels, torch.full((2, 3), PAD)], dim=1)
-    return torch.allclose(loss_fn(logits, labels), loss_fn(more_logits, more_labels))
-
-
-_DIAGNOSES = ("padding", "shift", "smoothing")
-
-
-@exercise("11.4", wrong=[lambda: ("shift", _padding_experiment), lambda: ("smoothing", _padding_experiment),
-                         lambda: ("padding", lambda loss_fn: True), lambda: ("padding", lambda loss_fn: False)])
-def exercise_11_4(my_diagnosis, my_test):
-    from transformer_lite.training import label_smoothed_cross_entropy
-
-    if not isinstance(my_diagnosis, str) or my_diagnosis.strip().lower() not in _DIAGNOSES:
-        raise Wrong(f"my_diagnosis should be one of {list(_DIAGNOSES)}, got {my_diagnosis!r}.")
-    right = lambda logits, labels: label_smoothed_cross_entropy(logits, labels)  # noqa: E731
-    verdicts = {}
-    for name, fn in (("the right loss", right), ("suspect_loss", suspect_loss)):
-        with torch.no_grad():
-            v = call(my_test, fn, name="my_test(loss_fn)")
-        if not isinstance(v, (bool, torch.Tensor)) or (isinstance(v, torch.Tensor) and v.numel() != 1):
-            raise Wrong(f"my_test should return True or False, got {v!r} for {name}.")
-        verdicts[name] = bool(v)
-    if not verdicts["the right loss"]:
-        raise Wrong("my_test fails the right loss (label_smoothed_cross_entropy): a test must pass it.",
-                    hint="compare the two losses with torch.allclose, not ==.")
-    if verdicts["suspect_loss"]:
-        raise Wrong("my_test passes suspect_loss: it does not catch the bug.",
-                    hint="the suspect is right on a batch without padding: append columns of <pad> to the targets.")
-    if my_diagnosis.strip().lower() != "padding":
-        raise Wrong(f"your test catches the suspect, but the bug is not {my_diagnosis!r}.",
-                    hint="which experiment of the chapter did your test run?")
-    return ("suspect_loss averages over every position, padding included (no ignore_index): it trains the model to "
-            "predict <pad>, and its value changes when more padding is appended.")
-
-
-# ---- 11.5: Adam by hand --------------------------------------------------------------------------------------------
-
-def _adam_reference(grads, lr, betas=(0.9, 0.98), eps=1e-9):
-    w = torch.zeros(grads.shape[1], dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.Adam([w], lr=lr, betas=betas, eps=eps)
-    updates = []
-    for g in grads.double():
-        before = w.detach().clone()
-        w.grad = g.clone()
-        opt.step()
-        updates.append(w.detach() - before)
-    return torch.stack(updates)
-
-
-def _no_bias_correction(grads, lr):
-    m = v = torch.zeros(grads.shape[1], dtype=torch.float64)
-    out = []
-    for g in grads.double():
-        m, v = 0.9 * m + 0.1 * g, 0.98 * v + 0.02 * g ** 2
-        out.append(-lr * m / (v.sqrt() + 1e-9))
-    return torch.stack(out)
-
-
-_ADAM_MISTAKES = [
-    (lambda grads, lr: -lr * grads.sign(),
-     "every step is lr * sign(g) only on the FIRST step (m_hat = g, v_hat = g^2). Later steps are "
-     "lr * m_hat / (sqrt(v_hat) + eps), with m and v running averages: keep them from step to step."),
-    (_no_bias_correction, "divide m by (1 - beta1^k) and v by (1 - beta2^k) before using them (the bias correction; "
-                          "k counts the steps from 1): both averages start at zero."),
-    (lambda grads, lr: _adam_reference(grads, lr, betas=(0.9, 0.999)),
-     "that is PyTorch's default beta2 = 0.999; the paper (and paper_adam) uses beta2 = 0.98."),
-    (lambda grads, lr: -_adam_reference(grads, lr), "the step goes AGAINST the gradient: theta - lr * ..."),
-]
-
-
-@exercise("11.5", wrong=[lambda m=m: (m,) for m, _ in _ADAM_MISTAKES] + [lambda: (lambda grads, lr: grads * 0,)])
-def exercise_11_5(my_adam_updates):
-    g = torch.Generator().manual_seed(2)
-    scales = torch.tensor([1e-3, 1.0, 1e3, 1.0], dtype=torch.float64)
-    grads = torch.randn(6, 4, generator=g, dtype=torch.float64) * scales  # 6 steps, 4 weights of different scales
-    grads[:, 3] = torch.tensor([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])       # one gradient that flips sign every step
-    lr = 1e-3
-    expected = _adam_reference(grads, lr)
-    out = call(my_adam_updates, grads.clone(), lr, name="my_adam_updates")
-    out = tensor(out, "my_adam_updates(grads, lr)", tuple(expected.shape)).double()
-    hint = ("m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, m_hat = m / (1 - b1^k), v_hat = v / (1 - b2^k), "
-            "update = -lr m_hat / (sqrt(v_hat) + eps), with b1 = 0.9, b2 = 0.98, eps = 1e-9.")
-    for mistake, text in _ADAM_MISTAKES:
-        if torch.allclose(out, mistake(grads, lr).double(), rtol=1e-5, atol=1e-10):
-            hint = text
-            break
-    close(out, expected, "my_adam_updates(grads, lr)", hint=hint, atol=1e-9, rtol=1e-4)
-    return "your updates equal torch.optim.Adam's with the paper's betas and eps, step by step, for all 4 weights."
+    if not isinstance(my_formula, str) or my_formula.strip().lower().strip("()\"'") not in _FORMULAS:
+        raise Wrong(f"my_formula should be one of \"a\", \"b\", \"c\", got {my_formula!r}.",
+                    "a: x + F(LN(x)) (Pre-LN), b: LN(x) + F(LN(x)), c: LN(x + F(x)) (Post-LN).")
+    answer = my_formula.strip().lower().strip("()\"'")
+    # the diagnosis, measured again with one layer's weights in both orders
+    with torch.random.fork_rng():                          # leave the reader's random state alone
+        torch.manual_seed(7)
+        pre = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=True).eval()
+        post = tl.EncoderLayer(16, 4, 64, dropout=0.0, norm_first=False).eval()
+        x = 3 * torch.randn(2, 5, 16)
+    post.load_state_dict(pre.state_dict())
+    with torch.no_grad():
+        out = pre_ln_normalizing_the_highway(pre, x)
+        assert not torch.allclose(out, pre(x), atol=1e-4) and not torch.allclose(out, post(x), atol=1e-4)
+    if answer == "a":
+        raise Wrong("it is not Pre-LN: with the same weights its output differs from EncoderLayer(norm_first=True).",
+                    "Follow the RMS of the highway through 24 such layers: does it grow, as Pre-LN's does?")
+    if answer == "c":
+        raise Wrong("it is not Post-LN: with the same weights its output differs from EncoderLayer(norm_first=False), "
+                    "and its output's RMS is not 1.", "Print the RMS of its output after a few layers.")
+    return ("right: the normalized copy replaced the highway, so each sub-layer computes LN(x) + F(LN(x)): "
+            "the highway is reset before every addition, and neither keeps its input nor ends normalized.")

@@ -171,7 +171,7 @@ def exercise_13_3(my_counts):
 
 # ---- 13.4: bug hunt, a translator that reads the padding -----------------------------------------
 # The suspect is pitfalls.TransformerEncoderPaddingNotMasked with the shipped weights: its causal mask is right (the
-# leak test of chapter 8 passes: changing later target words leaves earlier logits unchanged), but its encoder lets
+# leak test of chapter 7 passes: changing later target words leaves earlier logits unchanged), but its encoder lets
 # the words attend to <pad>, so appending padding changes the real words' memory (by about 0.1 to 1 on the shipped
 # model; the right model: below 1e-5).
 
@@ -191,7 +191,7 @@ def exercise_13_4(my_broken, my_largest_change):
         raise Wrong(f"my_largest_change should be a number, got {type(my_largest_change).__name__}.") from None
     if change < 1e-3:
         raise Wrong(f"a largest change of {change:.1e}: your test saw nothing wrong.",
-                    hint="chapter 8's two tests: change a later target word (do earlier logits move?), and append "
+                    hint="chapter 7's two tests: change a later target word (do earlier logits move?), and append "
                          "<pad> tokens to a source sentence (does suspect.encode change for its real words?).")
     if my_broken.strip().lower() != "encoder padding mask":
         raise Wrong(f"{my_broken!r} would not make the real words' memory depend on padding appended to the source.",

@@ -54,7 +54,7 @@ def suspect_gpt(model):
     return pitfalls.decoder_only_lm_seeing_one_ahead(model)
 
 
-def _leak_test(model):  # chapter 8's test: change token t, and no row before t may move
+def _leak_test(model):  # chapter 7's test: change token t, and no row before t may move
     ids = torch.tensor([[1, 5, 6, 7, 8, 9]])
     for t in range(1, ids.shape[1]):
         changed = ids.clone()

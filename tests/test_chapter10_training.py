@@ -1,4 +1,4 @@
-"""Chapter 11 (training): the chapter's claims, checked through the package.
+"""Chapter 10 (training): the chapter's claims, checked through the package.
 
 Teacher forcing shifts <bos> 我 有 一 只 猫 <eos> (the book's direction, English -> Chinese) into input and labels; one forward pass equals T
 prefix passes (and without the causal mask it does not); cross-entropy by hand equals F.cross_entropy
@@ -166,7 +166,7 @@ def test_paper_adam_settings_and_first_step_of_size_lr():
 
 
 def _reverse_run(seed, steps=150):
-    "Chapter 11's recipe on a small reverse task: (history, teacher-forced held-out token accuracy)."
+    "Chapter 10's recipe on a small reverse task: (history, teacher-forced held-out token accuracy)."
     L, V = 4, 10
     src, tgt = reverse_task(1000, L, V, seed=0)
     test_src, test_tgt = reverse_task(200, L, V, seed=1)
@@ -264,7 +264,7 @@ def _code_cells():
     import json
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "notebooks" / "11_training.ipynb"
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "10_training.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
 
@@ -275,7 +275,7 @@ def test_the_chapter_scores_with_the_packages_bleu():
     code = _code_cells()
     # one source of truth: the chapter imports BLEU from transformer_lite.metrics and shows it, defining none itself
     defined = [m for c in code for m in re.findall(r"^def (ngrams|modified_precision|bleu|corpus_bleu)\(", c, re.M)]
-    assert defined == [], f"chapter 11 defines {defined} itself instead of importing them from transformer_lite.metrics"
+    assert defined == [], f"chapter 10 defines {defined} itself instead of importing them from transformer_lite.metrics"
     for names, shown in (("modified_precision, ngrams", "modified_precision"), ("bleu, corpus_bleu", "corpus_bleu")):
         assert any(f"from transformer_lite.metrics import {names}" in c and f"show_source({shown})" in c for c in code)
 
@@ -301,7 +301,7 @@ def test_the_chapters_example_goes_english_to_chinese():
     import json
     from pathlib import Path
 
-    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "11_training.ipynb").read_text("utf-8"))
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "10_training.ipynb").read_text("utf-8"))
     text = "\n".join("".join(c["source"]) for c in nb["cells"])
     assert "English → Chinese pair" in text and "Chinese → English" not in text
     assert 'src = torch.tensor([en.encode("I have a cat")])' in text

@@ -1,4 +1,4 @@
-"""Chapter 10 (the decoder): the chapter's claims, checked through the package.
+"""Chapter 9 (the decoder): the chapter's claims, checked through the package.
 
 A decoder layer is masked self-attention -> cross-attention (Q from the decoder, K and V from the
 encoder's output) -> FFN, each with Add & Norm; cross-attention weights are (B, H, T, S); every target
@@ -121,7 +121,7 @@ def test_output_layer_is_a_d_by_v_linear_and_softmax():
 
 
 def test_cross_attention_is_a_tenth_of_the_base_model():
-    # the one component the decoder adds to chapter 9's count: cross-attention + its LayerNorm, per layer
+    # the one component the decoder adds to chapter 8's count: cross-attention + its LayerNorm, per layer
     with torch.device("meta"):
         base = tl.Transformer(37_000, 37_000, tie_embeddings=True, share_embeddings=True)
     cross = sum(tl.count_parameters(l.multihead_attn) + tl.count_parameters(l.norm2) for l in base.decoder.layers)
@@ -133,13 +133,13 @@ def test_the_chapter_switches_gradients_off_locally_only():
     import json
     from pathlib import Path
 
-    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "10_decoder.ipynb").read_text("utf-8"))
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "09_decoder.ipynb").read_text("utf-8"))
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert "set_grad_enabled" not in code and "torch.no_grad()" in code
 
 
 def test_exercise_10_5_suspect_fails_only_the_padding_experiment():
-    from transformer_lite.book.check.ch10 import suspect_decoder_layer
+    from transformer_lite.book.check.ch09 import suspect_decoder_layer
 
     layer = _layer()
     suspect = suspect_decoder_layer(layer)

@@ -1,4 +1,4 @@
-"""Chapter 9 (the encoder): the chapter's claims, checked through the package.
+"""Chapter 8 (the encoder): the chapter's claims, checked through the package.
 
 One layer by hand equals tl.EncoderLayer and nn.TransformerEncoderLayer; the stack is a loop over
 layers that start as equal copies; every output depends on the whole sentence (not so under a causal

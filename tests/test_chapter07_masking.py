@@ -1,4 +1,4 @@
-"""Chapter 8 (masking): the chapter's claims, checked through the package.
+"""Chapter 7 (masking): the chapter's claims, checked through the package.
 
 Padding and causal masks broadcast to (B, H, T, S); the three conventions give identical attention
 and mixing them up inverts the mask or blocks nothing; a fully masked row gives NaN with -inf in a plain softmax,

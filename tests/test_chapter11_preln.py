@@ -1,11 +1,11 @@
-"""Chapter 7's claims: Post-LN vs Pre-LN formulas (= PyTorch's norm_first), gradients at
+"""Chapter 11's claims: Post-LN vs Pre-LN formulas (= PyTorch's norm_first), gradients at
 initialization (Post-LN grows towards the top of the decoder, more with depth; Pre-LN flat; for
 several initializations), a deep Post-LN stack at a high learning rate without warm-up collapses to an
 input-independent guess while Pre-LN does not (trained live: seed from book_seed(), asserted with
 margins), Adam's first step is lr * sign(grad) and its early steps are its largest; that step at the full rate upends
 both stacks' outputs, while at a warm-up step Post-LN's output moves more than Pre-LN's; a Pre-LN stack needs a
 final LayerNorm and its upper layers change the highway less, and BERT / GPT-1 blocks are Post-LN while
-GPT-2's is Pre-LN; exercise 7.4's buggy block is neither order."""
+GPT-2's is Pre-LN; exercise 11.4's buggy block is neither order."""
 import math
 
 import pytest
