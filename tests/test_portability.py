@@ -82,14 +82,15 @@ def chosen(choice: str | None = None, commits: int | None = None) -> list[str]:
 RUN = chosen()
 
 # The chapters that train a model live. test_every_live_training_chapter_is_listed keeps this complete.
-LIVE_TRAINING = ["04_multi_head_attention", "11_pre_ln_vs_post_ln", "10_training", "13_capstone_translator",
+LIVE_TRAINING = ["02_positional_encoding", "04_multi_head_attention", "11_pre_ln_vs_post_ln", "10_training", "13_capstone_translator",
                  "13b_real_sentences", "14_bert_and_gpt", "appendix_a_vision", "appendix_c_pitfalls"]
 # Chapters 13 and 13b train only when the reader asks; here they must.
 SWITCHES = {"13_capstone_translator": ("TRAIN_NOW = False", "TRAIN_NOW = True"),
             "13b_real_sentences": ("TRAIN_NOW = False", "TRAIN_NOW = True")}
 
 # Chapters that take an optimiser step without training a model whose behaviour they then claim.
-NOT_TRAINING = {"09_decoder": "one Adam step, to check that tied weights stay one matrix (exact for any rounding)"}
+NOT_TRAINING = {"09_decoder": "one Adam step, to check that tied weights stay one matrix (exact for any rounding)",
+                "01_tokens_and_embeddings": "two optimiser steps on an embedding table, to show which rows move (exact)"}
 
 _TRAINING_CALL = re.compile(r"\b(?:opt|optimizer|optim)\w*\.step\(\)|(?<![.\w])train(?:_\w+)?\(")
 
