@@ -190,6 +190,20 @@ class BeamTrace:
     eos_id: int = -1
 
 
+def _beam_start(model, src, K: int, bos_id: int):
+    """The state both beam searches start from. Every row's source is repeated K times: the live beams of row b sit
+    at rows b*K .. b*K + K-1 (src_k (B*K, S), memory (B*K, S, D), an empty cache, ys (B*K, 1) of <bos>). Only beam 0
+    is alive at the start (score (B, K): 0 for beam 0, -inf for the others), so the first step does not pick K copies
+    of one token."""
+    B, dev = src.shape[0], src.device
+    src_k = src.repeat_interleave(K, dim=0)
+    memory = model.encode(src_k)
+    ys = torch.full((B * K, 1), bos_id, dtype=torch.long, device=dev)
+    score = torch.full((B, K), float("-inf"), device=dev)
+    score[:, 0] = 0.0
+    return src_k, memory, model.new_cache(), ys, score
+
+
 @_inference
 def beam_search(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, bos_id: int, eos_id: int,
                 length_penalty: float = 0.6, return_trace: bool = False):
@@ -220,14 +234,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, b
     B, K, pad = src.shape[0], beam_size, model.pad_id
     dev = src.device
 
-    # Every row's source is repeated K times: the live beams of row b sit at rows b*K .. b*K + K-1.
-    src_k = src.repeat_interleave(K, dim=0)  # (B*K, S)
-    memory = model.encode(src_k)  # (B*K, S, D)
-    cache = model.new_cache()
-    ys = torch.full((B * K, 1), bos_id, dtype=torch.long, device=dev)  # (B*K, 1)
-    # Only beam 0 is alive at the start, so the first step does not pick K copies of one token.
-    score = torch.full((B, K), float("-inf"), device=dev)
-    score[:, 0] = 0.0  # (B, K) cumulative log-probabilities of the live hypotheses
+    src_k, memory, cache, ys, score = _beam_start(model, src, K, bos_id)
     finished = [[] for _ in range(B)]  # per row: the K best (log P / lp, tokens after <bos>) set aside so far
     done = [False] * B
     trace = BeamTrace([], [], [], [], [], eos_id)
@@ -353,12 +360,7 @@ def beam_search_keep_finished(model, src: torch.Tensor, beam_size: int, max_new_
     B, K, pad = src.shape[0], beam_size, model.pad_id
     dev = src.device
 
-    src_k = src.repeat_interleave(K, dim=0)  # (B*K, S)
-    memory = model.encode(src_k)  # (B*K, S, D)
-    cache = model.new_cache()
-    ys = torch.full((B * K, 1), bos_id, dtype=torch.long, device=dev)  # (B*K, 1)
-    score = torch.full((B, K), float("-inf"), device=dev)
-    score[:, 0] = 0.0  # (B, K) cumulative log-probabilities
+    src_k, memory, cache, ys, score = _beam_start(model, src, K, bos_id)
     length = torch.zeros(B, K, device=dev)  # tokens generated after <bos>
     finished = torch.zeros(B, K, dtype=torch.bool, device=dev)
     trace = SlotTrace([], [], [], [], torch.zeros(B, dtype=torch.long))

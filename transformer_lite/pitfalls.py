@@ -121,6 +121,13 @@ def split_heads_without_transpose(x: torch.Tensor, nhead: int) -> torch.Tensor:
     return x.reshape(B, nhead, T, D // nhead)
 
 
+def _check_table_size(max_len: int, d_model: int) -> None:
+    check_positive_int("max_len", max_len)
+    check_positive_int("d_model", d_model)
+    if d_model % 2:
+        raise ValueError(f"d_model must be even for sin/cos pairs, got {d_model}")
+
+
 def positional_encoding_reversed_frequencies(max_len: int, d_model: int) -> torch.Tensor:
     """WRONG: the frequencies run the wrong way -- the *last* dimensions oscillate fastest.
 
@@ -134,10 +141,7 @@ def positional_encoding_reversed_frequencies(max_len: int, d_model: int) -> torc
 
     Shape: (max_len, d_model).
     """
-    check_positive_int("max_len", max_len)
-    check_positive_int("d_model", d_model)
-    if d_model % 2:
-        raise ValueError(f"d_model must be even for sin/cos pairs, got {d_model}")
+    _check_table_size(max_len, d_model)
     pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (L, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (D/2,)
     inv_freq = torch.exp(-math.log(10000.0) * (d_model - 2 - two_i) / d_model)  # reversed
@@ -304,10 +308,7 @@ def positional_encoding_cos_column_index(max_len: int, d_model: int) -> torch.Te
 
     Shape: (max_len, d_model).
     """
-    check_positive_int("max_len", max_len)
-    check_positive_int("d_model", d_model)
-    if d_model % 2:
-        raise ValueError(f"d_model must be even for sin/cos pairs, got {d_model}")
+    _check_table_size(max_len, d_model)
     pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (L, 1)
     j = torch.arange(d_model, dtype=torch.float32)  # (D,) the column index, not the pair's 2i
     angles = pos * torch.exp(-math.log(10000.0) * j / d_model)  # (L, D)

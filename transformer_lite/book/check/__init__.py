@@ -276,3 +276,29 @@ def _same(guess, measured, rel: float) -> bool:
     except (TypeError, ValueError):
         return guess == measured
     return abs(g - m) <= rel * abs(m) if m else abs(g) <= 1e-12
+
+
+def as_bool(verdict):
+    """True/False from a Python, NumPy or one-element torch bool; anything else unchanged (and then rejected)."""
+    import torch
+
+    if isinstance(verdict, torch.Tensor) and verdict.numel() == 1 and verdict.dtype == torch.bool:
+        return bool(verdict)
+    if type(verdict).__name__ == "bool_":
+        return bool(verdict)
+    return verdict
+
+
+def one_of(answer, choices: tuple[str, ...], name: str) -> str:
+    """The answer as one of ``choices`` (case and surrounding spaces ignored), or :class:`Wrong` listing them."""
+    if not isinstance(answer, str) or answer.strip().lower() not in choices:
+        raise Wrong(f"{name} should be one of {', '.join(map(repr, choices))}, got {answer!r}.")
+    return answer.strip().lower()
+
+
+def as_number(answer, name: str) -> float:
+    """The answer as a float, or :class:`Wrong` saying it should be a number."""
+    try:
+        return float(answer)
+    except (TypeError, ValueError):
+        raise Wrong(f"{name} should be a number, got {type(answer).__name__}.") from None

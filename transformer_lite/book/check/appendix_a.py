@@ -11,7 +11,7 @@ import torch
 import transformer_lite as tl
 from transformer_lite.vision import PatchEncoder, patchify, sinusoidal_positional_encoding_2d
 
-from . import Wrong, call, close, exercise, number
+from . import Wrong, as_number, call, close, exercise, one_of
 
 # ---- A.1: bug hunt, a model that forgets where -------------------------------------------------
 # The suspect is pitfalls.PatchEncoderPositionsSlicedByBatch with the trained weights: on a batch of at least N + 1
@@ -26,12 +26,8 @@ _PARTS = ("patch embedding", "positions", "class token", "classifier")
                         lambda: ("positions", 2.5),          # a change this large is the intact model's, or a batch's
                         lambda: ("class token", 0.0)])
 def exercise_A_1(my_broken, my_largest_change):
-    if not isinstance(my_broken, str) or my_broken.strip().lower() not in _PARTS:
-        raise Wrong(f"my_broken should be one of {', '.join(map(repr, _PARTS))}, got {my_broken!r}.")
-    try:
-        change = float(my_largest_change)
-    except (TypeError, ValueError):
-        raise Wrong(f"my_largest_change should be a number, got {type(my_largest_change).__name__}.") from None
+    one_of(my_broken, _PARTS, "my_broken")
+    change = as_number(my_largest_change, "my_largest_change")
     if change > 1e-4:
         raise Wrong(f"a largest change of {change:.3g}: the suspect did see the swap in your test.",
                     hint="run the suspect on one image at a time (a batch of 1), as a reader's single picture would "

@@ -7,7 +7,7 @@ import torch
 
 import transformer_lite as tl
 
-from . import Wrong, call, close, exercise, number
+from . import Wrong, call, exercise, number
 
 # ---- 1.1: a tokenizer that cuts Chinese into characters -------------------------------------------
 

@@ -5,7 +5,7 @@ import torch
 
 import transformer_lite as tl
 
-from . import Wrong, call, close, exercise, tensor
+from . import Wrong, as_bool, call, close, exercise, tensor
 
 # ---- 2.1: bug hunt -- which of three tables is not a sinusoidal encoding? ------------------------------
 # Three tables that all look right (values in [-1, 1], first row 0, 1, 0, 1, ...): the paper's, the concatenated
@@ -60,15 +60,6 @@ def _invalid_21():
             ("a table of sines only (100, 16)", _all_sines(100, 16))]
 
 
-def _as_bool(verdict):
-    """True/False from a Python, NumPy or one-element torch bool; anything else unchanged (and then rejected)."""
-    if isinstance(verdict, torch.Tensor) and verdict.numel() == 1 and verdict.dtype == torch.bool:
-        return bool(verdict)
-    if type(verdict).__name__ == "bool_":
-        return bool(verdict)
-    return verdict
-
-
 def _distance_test(table):
     pe = torch.as_tensor(table).double()
     norms_ok = torch.allclose(pe.norm(dim=1), torch.full((pe.shape[0],), (pe.shape[1] / 2) ** 0.5,
@@ -86,7 +77,7 @@ def _distance_test(table):
                         lambda: (lambda table: bool(torch.as_tensor(table).abs().max() <= 1), _BUGGY_21)])
 def exercise_2_1(my_test, my_buggy):
     for name, table in _valid_21():
-        verdict = _as_bool(call(my_test, table.clone(), name="my_test"))
+        verdict = as_bool(call(my_test, table.clone(), name="my_test"))
         if verdict is not True and verdict is not False:
             raise Wrong(f"my_test should return True or False, got {verdict!r}.")
         if not verdict:
@@ -95,7 +86,7 @@ def exercise_2_1(my_test, my_buggy):
                              "order of the columns (lengths of the rows, dot products of pairs of rows), and leave "
                              "a little tolerance for float32 rounding (about 1e-4 on a dot product).")
     for name, table in _invalid_21():
-        if _as_bool(call(my_test, table.clone(), name="my_test")) is not False:
+        if as_bool(call(my_test, table.clone(), name="my_test")) is not False:
             raise Wrong(f"my_test accepts {name}, which is not a sinusoidal encoding.",
                         hint="every correct table has rows of length sqrt(D/2), and PE(p)·PE(q) depends only on "
                              "|p − q|: test that, for every distance.")

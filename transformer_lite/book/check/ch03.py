@@ -7,7 +7,7 @@ import torch
 
 import transformer_lite as tl
 
-from . import Wrong, call, close, exercise, number, tensor
+from . import Wrong, as_bool, call, close, exercise, number, tensor
 
 # The chapter's "Thinking Machines" example: embeddings and hand-made weights (d_model = 4, d_k = d_v = 3).
 _X = torch.tensor([[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 1.0]])
@@ -49,14 +49,6 @@ def _rows_only_test(attention):
     return bool(torch.allclose(attention(q, k, v)[1].sum(-1), torch.ones(6), atol=1e-5))
 
 
-def _as_bool(verdict):
-    if isinstance(verdict, torch.Tensor) and verdict.numel() == 1 and verdict.dtype == torch.bool:
-        return bool(verdict)
-    if type(verdict).__name__ == "bool_":
-        return bool(verdict)
-    return verdict
-
-
 @exercise("3.1", wrong=[lambda: (lambda attention: True, "softmax over the queries"),   # passes everything
                         lambda: (_reference_test, "no scale"),
                         lambda: (_rows_only_test, "softmax over the queries"),           # misses the missing scale
@@ -64,7 +56,7 @@ def _as_bool(verdict):
 def exercise_3_1(my_test, my_diagnosis):
     from transformer_lite import pitfalls
 
-    verdict = _as_bool(call(my_test, tl.scaled_dot_product_attention, name="my_test(tl.scaled_dot_product_attention)"))
+    verdict = as_bool(call(my_test, tl.scaled_dot_product_attention, name="my_test(tl.scaled_dot_product_attention)"))
     if verdict is not True and verdict is not False:
         raise Wrong(f"my_test should return True or False, got {verdict!r}.")
     if not verdict:
@@ -73,7 +65,7 @@ def exercise_3_1(my_test, my_diagnosis):
                          "torch.nn.functional.scaled_dot_product_attention(q, k, v), with a tolerance (atol=1e-5).")
     for name, wrong in [("suspect_attention", suspect_attention),
                         ("pitfalls.attention_without_scaling", pitfalls.attention_without_scaling)]:
-        if _as_bool(call(my_test, wrong, name=f"my_test({name})")) is not False:
+        if as_bool(call(my_test, wrong, name=f"my_test({name})")) is not False:
             raise Wrong(f"my_test accepts {name}, which is wrong.",
                         hint="compare the whole output with PyTorch's function, and check that each row of the "
                              "weights sums to 1; a test on the shapes alone passes every one of these bugs.")

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 import transformer_lite as tl
 
-from . import Wrong, call, close, exercise, number, tensor
+from . import Wrong, call, close, exercise, number
 
 PAD = 0
 

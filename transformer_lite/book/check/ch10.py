@@ -57,7 +57,6 @@ def exercise_10_1(my_teacher_forcing):
 
 def _smoothed(logits, labels, eps, spread, right, drop_pad_column=False, ignore_pad=True):
     # a loss with the smoothing mass eps / spread on every other word and `right` on the label
-    V = logits.shape[-1]
     q = torch.full(logits.shape, eps / spread)
     q.scatter_(-1, labels.clamp_min(0).unsqueeze(-1), right)
     if drop_pad_column:

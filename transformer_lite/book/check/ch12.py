@@ -8,7 +8,7 @@ import torch
 
 from transformer_lite.data import BOS, EOS
 
-from . import Wrong, call, close, exercise, number, tensor
+from . import Wrong, call, close, exercise, tensor
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,11 +12,10 @@ import math
 
 import torch
 
-import transformer_lite as tl
 from transformer_lite.book.runtime import num_threads
 from transformer_lite.data import BOS, EOS, PAD
 
-from . import Wrong, call, exercise, number
+from . import Wrong, as_number, call, exercise, number, one_of
 
 # ---- 13.1: exact match -----------------------------------------------------------------------------
 
@@ -183,12 +182,8 @@ _PARTS = ("encoder padding mask", "causal mask", "cross-attention padding mask",
                         lambda: ("cross-attention padding mask", 0.4),
                         lambda: ("positional encoding", 0.4)])
 def exercise_13_4(my_broken, my_largest_change):
-    if not isinstance(my_broken, str) or my_broken.strip().lower() not in _PARTS:
-        raise Wrong(f"my_broken should be one of {', '.join(map(repr, _PARTS))}, got {my_broken!r}.")
-    try:
-        change = float(my_largest_change)
-    except (TypeError, ValueError):
-        raise Wrong(f"my_largest_change should be a number, got {type(my_largest_change).__name__}.") from None
+    one_of(my_broken, _PARTS, "my_broken")
+    change = as_number(my_largest_change, "my_largest_change")
     if change < 1e-3:
         raise Wrong(f"a largest change of {change:.1e}: your test saw nothing wrong.",
                     hint="chapter 7's two tests: change a later target word (do earlier logits move?), and append "
