@@ -314,6 +314,17 @@ class Page:
         assert not problems, f"{self.notebook}: JupyterLab logged errors:\n" + "\n".join(problems[:20])
 
     # ------------------------------------------------------------ controls
+    def open_deep_dives(self):
+        """Click every collapsed heading's "N cells hidden" button: controls inside a deep dive (tools/chapters.py)
+        are hidden until the reader opens it."""
+        buttons = self.page.locator(f"{NB} .jp-showHiddenCellsButton")
+        for _ in range(50):
+            if not buttons.count():
+                return
+            buttons.first.click()
+            self.page.wait_for_timeout(200)
+        pytest.fail(f"{self.notebook}: the deep dives' 'cells hidden' buttons did not go away")
+
     def explore_box(self):
         """The first explore() VBox: a row of sliders/drop-downs above a widget output."""
         return self.page.locator(f"{NB} .widget-vbox:has(> .widget-hbox .widget-slider):has(> .widget-output)").first
@@ -386,7 +397,8 @@ def test_translator_chapter_13_is_live(lab, browser):
             page.wait_changed(lambda: views.nth(i).evaluate(
                 "v => [...v.querySelectorAll('svg')].reduce((n, s) => n + s.querySelectorAll('rect, line, text, path').length, 0)"),
                 0, f"bertviz view {i}'s SVG", seconds=30)
-        # explore: slider and drop-down redraw the attention figure
+        # explore: slider and drop-down redraw the attention figure (the first one sits in a deep dive: open them)
+        page.open_deep_dives()
         _explore_controls_redraw(page, page.explore_box())
         # translator_box: type a sentence, press Enter, the translation below changes
         live = p.locator(f"{NB} .widget-vbox:has(> .widget-text input):has(> .widget-output)").first
