@@ -343,3 +343,29 @@ def test_the_glossarys_terms_are_words_for_the_chinese_search():
     words = i18n.search_words()
     assert {"位置编码", "束搜索", "教师强制", "标签平滑", "残差连接", "多头注意力"} <= set(words)
     assert all(re.fullmatch(r"[\u3400-\u9fff]+", w) for w in words) and len(words) == len(set(words)) > 80
+
+
+def test_every_section_link_of_the_chinese_notebooks_has_its_anchor():
+    """A link [..](#slug) or [..](NN_x.ipynb#slug) names the English heading's MyST slug; in notebooks/zh/ the
+    heading is Chinese, so it carries <a id="slug"></a> (JupyterLab's fragment lookup finds it; i18n.heading_anchors)."""
+    targets = i18n.link_targets()
+    assert sum(len(f) for f in targets.values()) >= 60
+    for name, fragments in targets.items():
+        text = "\n".join("".join(c["source"]) for c in json.loads((i18n.ZH_NOTEBOOKS / name).read_text(
+            encoding="utf-8"))["cells"] if c["cell_type"] == "markdown")
+        english = json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))["cells"]
+        slugs = {s for cell in i18n.heading_slugs(english) for s in cell}
+        for fragment in fragments:
+            assert fragment in slugs, f"{name}#{fragment}: no English heading has this slug"
+            assert len(re.findall(rf'^#+ [^\n]*<a id="{re.escape(fragment)}"></a>$', text, re.M)) == 1, \
+                f"notebooks/zh/{name}: no heading anchored {fragment!r}"
+
+
+def test_heading_slugs_follow_myst():
+    cells = [{"cell_type": "markdown", "source": ["# The `d_k` scale\n", "\n", "## The math\n", "text\n",
+                                                   "#### Too deep\n"]},
+             {"cell_type": "code", "source": ["# a comment\n"]},
+             {"cell_type": "markdown", "source": ["## The math\n"]}]
+    assert i18n.heading_slugs(cells) == [["the-d_k-scale", "the-math", None], [], ["the-math-1"]]
+    text = i18n.heading_anchors("# 标题\n\n## 数学\n正文", ["the-title", "the-math"], {"the-math"})
+    assert text == '# 标题\n\n## 数学<a id="the-math"></a>\n正文'

@@ -370,6 +370,76 @@ def translate_markdown(source: str, translations: dict, md=None) -> tuple[str, l
     return text, missing
 
 
+# -- in-page anchors: the English headings' slugs, kept in the Chinese notebooks --------------------------------
+# The chapters link to sections by MyST's slug of the English heading ([...](#the-math), [...](07_masking.ipynb#x);
+# myst_heading_anchors: 3), which is what the site's sections are called. Jupyter names headings otherwise:
+# JupyterLab 4 (@jupyterlab/rendermime's headerAnchors) gives a heading the id "its text with spaces turned into
+# -" (case and punctuation kept: "The-math"), stored as data-jupyter-id since its sanitizer keeps no `id`; a
+# link `#x` is looked up (Notebook.setFragment, a "legacy" fragment) as the element whose data-jupyter-id is x,
+# heading or not. So in notebooks/zh/, whose headings are Chinese, every heading that a link of the book targets
+# gets an empty `<a id="english-slug"></a>` at the end of its line (heading_anchors): the sanitizer turns its id
+# into data-jupyter-id, and both in-page and cross-chapter links (JupyterLab opens the other notebook and applies
+# the fragment) land on it, with the links themselves unchanged (tools/i18n.py check still compares the
+# catalogs' link targets with the English). The site is built from the English sources and the catalogs, so it
+# never sees these tags. Colab: anchor links to headings or to `<a id>`/`<a name>` do not scroll there; only
+# `#scrollTo=<cell id>` does (googlecolab/colabtools issue 3983, open since 2023: "the only anchor links that
+# work are the ones that reference cell ids"). Colab cannot be reached from this machine, so the anchors are
+# tested in JupyterLab only (tests/test_jupyterlab.py).
+
+
+def heading_slugs(cells: list[dict], md=None) -> list[list[str | None]]:
+    """For each cell, the MyST slug of each of its headings in order (None beyond level 3, which MyST does not
+    anchor), unique in the notebook as MyST makes them (a repeated slug gets -1, -2, ...)."""
+    from mdit_py_plugins.anchors.index import slugify
+
+    md, seen, out = md or _markdown_parser(), set(), []
+    for cell in cells:
+        slugs = []
+        if cell["cell_type"] == "markdown":
+            tokens = md.parse("".join(cell["source"]))
+            for i, tok in enumerate(tokens):
+                if tok.type != "heading_open":
+                    continue
+                if int(tok.tag[1]) > 3:
+                    slugs.append(None)
+                    continue
+                title = "".join(c.content for c in tokens[i + 1].children or [] if c.type in ("text", "code_inline"))
+                slug, n = slugify(title), 1
+                while slug in seen:
+                    slug, n = f"{slugify(title)}-{n}", n + 1
+                seen.add(slug)
+                slugs.append(slug)
+        out.append(slugs)
+    return out
+
+
+def link_targets(folder: Path = ROOT / "notebooks") -> dict[str, set[str]]:
+    """{notebook file name: the fragments the notebooks of ``folder`` link to in it}."""
+    import json
+
+    targets: dict[str, set[str]] = {}
+    for path in sorted(folder.glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown":
+                for target, fragment in re.findall(r"\]\(([\w.-]*\.ipynb|)#([^)\s]+)\)", "".join(cell["source"])):
+                    targets.setdefault(target or path.name, set()).add(fragment)
+    return targets
+
+
+def heading_anchors(text: str, slugs: list[str | None], wanted: set[str], md=None) -> str:
+    """``text`` (a markdown cell) with `<a id="slug"></a>` at the end of the line of each heading whose English slug
+    (``slugs``, in order) is in ``wanted``."""
+    md = md or _markdown_parser()
+    lines = text.split("\n")
+    headings = [tok for tok in md.parse(text) if tok.type == "heading_open"]
+    if len(headings) != len(slugs):
+        raise ValueError(f"{len(headings)} headings in the translation, {len(slugs)} in the English: {text[:80]!r}")
+    for tok, slug in zip(headings, slugs):
+        if slug in wanted and tok.map:
+            lines[tok.map[0]] = lines[tok.map[0]].rstrip() + f'<a id="{slug}"></a>'
+    return "\n".join(lines)
+
+
 def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
     """The Chinese version of one English notebook: markdown translated from its catalog; in the code cells, the
     comments and figure strings translated from its code catalog and `setup(..., language="zh")` (code_translated),
@@ -384,11 +454,12 @@ def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
     nb = json.loads(path.read_text(encoding="utf-8"))
     md, missing = md or _markdown_parser(), []
     code = code_translations(path)
-    for cell in nb["cells"]:
+    wanted = link_targets().get(path.name, set())
+    for cell, slugs in zip(nb["cells"], heading_slugs(nb["cells"], md)):
         if cell["cell_type"] == "markdown":
             text, miss = translate_markdown("".join(cell["source"]), catalog, md)
             missing += miss
-            cell["source"] = _lines(text)
+            cell["source"] = _lines(heading_anchors(text, slugs, wanted, md) if slugs else text)
         else:
             chinese_toggles(cell)
             text, _ = code_translated("".join(cell["source"]), code)  # untranslated ones: `check` lists them
