@@ -753,7 +753,10 @@ def wrap_comment(text: str, width: int) -> list[str]:
     lines, start = [], 0
     while display_width(text[start:]) > width:
         fits = [b for b in breaks if start < b and display_width(text[start:b].rstrip()) <= width]
-        cut = fits[-1] if fits else next((b for b in breaks if b > start), len(text))
+        # rather after a punctuation mark or at a space, if that fills at least 70% of the line
+        good = [b for b in fits if (text[b - 1] in "，。：；！？、）” " or text[b] == " ")
+                and display_width(text[start:b]) >= 0.7 * width]
+        cut = (good or fits)[-1] if fits else next((b for b in breaks if b > start), len(text))
         lines.append(text[start:cut].rstrip())
         start = cut + (1 if text[cut:cut + 1] == " " else 0)
         if start >= len(text):
@@ -909,7 +912,7 @@ def code_message_problems(context: str, msgid: str, msgstr: str, fuzzy: bool = F
                 out.append(f"not a valid string literal between {quote} quotes: {err.msg}")
     elif "\n" in msgstr:
         out.append("a comment's translation holds a line break (the generator wraps it)")
-    if len(ENGLISH_WORD.findall(re.sub(r"`[^`]*`|\$[^$]*\$|\{[^{}]*\}", " ", msgid))) >= 3 and \
+    if len(ENGLISH_WORD.findall(re.sub(r"`[^`]*`|\$[^$]*\$|\{[^{}]*\}|\w+\(", " ", msgid))) >= 3 and \
             not HAN.search(msgstr):
         out.append("no Chinese in a message with English words")
     return out
