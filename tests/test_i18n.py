@@ -356,8 +356,25 @@ def test_every_section_link_of_the_chinese_notebooks_has_its_anchor():
         slugs = {s for cell in i18n.heading_slugs(english) for s in cell}
         for fragment in fragments:
             assert fragment in slugs, f"{name}#{fragment}: no English heading has this slug"
-            assert len(re.findall(rf'^#+ [^\n]*<a id="{re.escape(fragment)}"></a>$', text, re.M)) == 1, \
+            assert len(re.findall(rf'^#+ [^\n]*<a id="{re.escape(fragment)}"></a>', text, re.M)) == 1, \
                 f"notebooks/zh/{name}: no heading anchored {fragment!r}"
+
+
+def test_the_chinese_notebooks_name_another_chapters_section_by_its_cell():
+    """[..](07_masking.ipynb#slug) becomes [..](07_masking.ipynb#cell-id=<the heading's cell>) in notebooks/zh/: the
+    same heading (JupyterLab scrolls to that cell from the notebook's model, i18n.cross_chapter_links)."""
+    cells = i18n.heading_cells()
+    found = 0
+    for zh in sorted(i18n.ZH_NOTEBOOKS.glob("*.ipynb")):
+        text = "\n".join("".join(c["source"]) for c in json.loads(zh.read_text(encoding="utf-8"))["cells"])
+        assert not re.search(r"\]\([\w.-]+\.ipynb#(?!cell-id=)", text), f"{zh.name}: a section link by slug"
+        for target, cell_id in re.findall(r"\]\(([\w.-]+\.ipynb)#cell-id=([^)\s]+)\)", text):
+            assert cell_id in cells[target].values(), f"{zh.name}: {target} has no heading cell {cell_id}"
+            found += 1
+    assert found >= 25
+    assert i18n.cross_chapter_links("[a](07_masking.ipynb#the-future-does-not-leak-into-the-past) [b](x.ipynb#y)",
+                                    cells) == f"[a](07_masking.ipynb#cell-id=" \
+        f"{cells['07_masking.ipynb']['the-future-does-not-leak-into-the-past']}) [b](x.ipynb#y)"
 
 
 def test_heading_slugs_follow_myst():
@@ -368,3 +385,6 @@ def test_heading_slugs_follow_myst():
     assert i18n.heading_slugs(cells) == [["the-d_k-scale", "the-math", None], [], ["the-math-1"]]
     text = i18n.heading_anchors("# 标题\n\n## 数学\n正文", ["the-title", "the-math"], {"the-math"})
     assert text == '# 标题\n\n## 数学<a id="the-math"></a>\n正文'
+    # a link's fragment reaches JupyterLab percent-encoded: a slug with "ε" is named both ways
+    assert i18n.heading_anchors("## 层归一化", ["ε-inside"], {"ε-inside"}) == \
+        '## 层归一化<a id="ε-inside"></a><a id="%CE%B5-inside"></a>'

@@ -370,21 +370,27 @@ def translate_markdown(source: str, translations: dict, md=None) -> tuple[str, l
     return text, missing
 
 
-# -- in-page anchors: the English headings' slugs, kept in the Chinese notebooks --------------------------------
+# -- section links in the Chinese notebooks: anchors and cell ids --------------------------------------------
 # The chapters link to sections by MyST's slug of the English heading ([...](#the-math), [...](07_masking.ipynb#x);
-# myst_heading_anchors: 3), which is what the site's sections are called. Jupyter names headings otherwise:
-# JupyterLab 4 (@jupyterlab/rendermime's headerAnchors) gives a heading the id "its text with spaces turned into
-# -" (case and punctuation kept: "The-math"), stored as data-jupyter-id since its sanitizer keeps no `id`; a
-# link `#x` is looked up (Notebook.setFragment, a "legacy" fragment) as the element whose data-jupyter-id is x,
-# heading or not. So in notebooks/zh/, whose headings are Chinese, every heading that a link of the book targets
-# gets an empty `<a id="english-slug"></a>` at the end of its line (heading_anchors): the sanitizer turns its id
-# into data-jupyter-id, and both in-page and cross-chapter links (JupyterLab opens the other notebook and applies
-# the fragment) land on it, with the links themselves unchanged (tools/i18n.py check still compares the
-# catalogs' link targets with the English). The site is built from the English sources and the catalogs, so it
-# never sees these tags. Colab: anchor links to headings or to `<a id>`/`<a name>` do not scroll there; only
-# `#scrollTo=<cell id>` does (googlecolab/colabtools issue 3983, open since 2023: "the only anchor links that
-# work are the ones that reference cell ids"). Colab cannot be reached from this machine, so the anchors are
-# tested in JupyterLab only (tests/test_jupyterlab.py).
+# myst_heading_anchors: 3), which is what the site's sections are called; the site is built from the English
+# sources and the catalogs (tools/i18n.py check keeps a msgstr's link targets equal to its msgid's), so it never
+# sees what follows, which is done to notebooks/zh/ only. What JupyterLab 4.6 does (read in .venv's
+# share/jupyter/lab/static, @jupyterlab/rendermime and @jupyterlab/notebook):
+#   * a heading's id is "its text with spaces turned into -" (case and punctuation kept: "The-math"), stored as
+#     data-jupyter-id (its sanitizer moves every `id` there): never a MyST slug, and in notebooks/zh/ Chinese;
+#   * a click on an in-page link `#x` scrolls to the element whose data-jupyter-id is anchor.hash without the `#`,
+#     percent-encoded as the browser gives it ("ε" arrives as "%CE%B5");
+#   * a link to another notebook opens it and calls setFragment as soon as its file has loaded: `#x` is then
+#     looked up in the rendered cells (none rendered yet: the notebook stays at its top), whereas
+#     `#cell-id=<id>` is found in the notebook's model and scrolled to.
+# So in notebooks/zh/ every heading that a link targets ends in `<a id="english-slug"></a>` (and the
+# percent-encoded id too when they differ; heading_anchors), and a link to another chapter's section names the
+# heading's cell: `07_masking.ipynb#cell-id=cell-17` (cross_chapter_links; cell ids are stable, nbformat 4.5).
+# tests/test_jupyterlab.py clicks both kinds. The English notebooks are the sources, edited by hand, and carry no
+# anchors: their section links work on the site but not in JupyterLab (the test's English case is an expected
+# failure). Colab: links to headings or to `<a id>`/`<a name>` do not scroll there at all; only
+# `#scrollTo=<cell id>` does (googlecolab/colabtools issue 3983, open since 2023: "the only anchor links that work
+# are the ones that reference cell ids"). Colab cannot be reached from this machine and is not tested.
 
 
 def heading_slugs(cells: list[dict], md=None) -> list[list[str | None]]:
@@ -436,8 +442,36 @@ def heading_anchors(text: str, slugs: list[str | None], wanted: set[str], md=Non
         raise ValueError(f"{len(headings)} headings in the translation, {len(slugs)} in the English: {text[:80]!r}")
     for tok, slug in zip(headings, slugs):
         if slug in wanted and tok.map:
-            lines[tok.map[0]] = lines[tok.map[0]].rstrip() + f'<a id="{slug}"></a>'
+            # a link's fragment reaches JupyterLab percent-encoded (anchor.hash): "ε" as "%CE%B5"
+            encoded = md.normalizeLink("#" + slug)[1:]
+            ids = [slug] + ([encoded] if encoded != slug else [])
+            lines[tok.map[0]] = lines[tok.map[0]].rstrip() + "".join(f'<a id="{i}"></a>' for i in ids)
     return "\n".join(lines)
+
+
+def heading_cells(folder: Path = ROOT / "notebooks", md=None) -> dict[str, dict[str, str]]:
+    """{notebook file name: {heading slug: id of the cell that holds the heading}}."""
+    import json
+
+    out = {}
+    for path in sorted(folder.glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        out[path.name] = {s: cell["id"] for cell, slugs in zip(cells, heading_slugs(cells, md)) for s in slugs
+                          if s and "id" in cell}
+    return out
+
+
+def cross_chapter_links(text: str, cells: dict[str, dict[str, str]]) -> str:
+    """Links to a section of another notebook, ``](NN_x.ipynb#slug)``, as ``](NN_x.ipynb#cell-id=<id>)``: JupyterLab
+    opens the notebook and scrolls to the cell whose id that is, from the notebook's model, whereas a fragment it
+    has to find in the rendered page (an id, a heading) is looked for before the new notebook's markdown is rendered,
+    and it stays at the top. A link whose section is unknown is left as it is."""
+    def cell_link(m):
+        target, slug = m.group(1), m.group(2)
+        cell = cells.get(target, {}).get(slug)
+        return f"]({target}#cell-id={cell})" if cell else m.group(0)
+
+    return re.sub(r"\]\(([\w.-]+\.ipynb)#([^)\s]+)\)", cell_link, text)
 
 
 def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
@@ -454,12 +488,13 @@ def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
     nb = json.loads(path.read_text(encoding="utf-8"))
     md, missing = md or _markdown_parser(), []
     code = code_translations(path)
-    wanted = link_targets().get(path.name, set())
+    wanted, cells = link_targets().get(path.name, set()), heading_cells(md=md)
     for cell, slugs in zip(nb["cells"], heading_slugs(nb["cells"], md)):
         if cell["cell_type"] == "markdown":
             text, miss = translate_markdown("".join(cell["source"]), catalog, md)
             missing += miss
-            cell["source"] = _lines(heading_anchors(text, slugs, wanted, md) if slugs else text)
+            text = cross_chapter_links(heading_anchors(text, slugs, wanted, md) if slugs else text, cells)
+            cell["source"] = _lines(text)
         else:
             chinese_toggles(cell)
             text, _ = code_translated("".join(cell["source"]), code)  # untranslated ones: `check` lists them
