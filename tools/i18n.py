@@ -6,6 +6,9 @@
                                    # a changed paragraph turns fuzzy, a new one untranslated
     python tools/i18n.py check     # extract, then list every message that is missing, untranslated, fuzzy
                                    # or malformed (exit 1 if any)
+    python tools/i18n.py package   # the package's own catalog (transformer_lite/book/locale/zh_CN.po: the checks'
+                                   # feedback, figure labels, controls; tools/package_i18n.py): add new messages,
+                                   # drop stale ones, list what is untranslated (exit 1 if any)
     python tools/i18n.py notebooks # write notebooks/zh/*.ipynb: the notebooks with their markdown in Chinese
                                    # (the same code; the solutions' toggles in Chinese), for Jupyter and Colab
 
@@ -436,8 +439,19 @@ def update(pot_dir: Path = POT) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=["extract", "update", "check", "notebooks"])
+    ap.add_argument("command", choices=["extract", "update", "check", "notebooks", "package"])
     args = ap.parse_args(argv)
+    if args.command == "package":
+        sys.path.insert(0, str(ROOT / "tools"))
+        import package_i18n
+
+        added, removed = package_i18n.update()
+        problems = package_i18n.problems()
+        for p in problems:
+            print(p)
+        print(f"{package_i18n.CATALOG.relative_to(ROOT)}: {added} added, {removed} removed, "
+              f"{len(problems)} problem(s)")
+        return 1 if problems else 0
     if args.command == "notebooks":
         print(f"wrote {len(write_notebooks())} notebooks into {ZH_NOTEBOOKS.relative_to(ROOT)}/")
         return 0
