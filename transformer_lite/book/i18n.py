@@ -131,15 +131,30 @@ def tr(english: str, **fields) -> str:
 _FIELD = re.compile(r"\{(\d+)\}")
 
 
-def _pattern(template: str) -> re.Pattern | None:
-    """A template ("{0} should be a number, got {1}.") as a regex capturing its values; None without a field."""
+def _balanced(depth: int) -> str:
+    """A regex for text whose brackets (), [], {} are balanced, nested up to ``depth`` deep."""
+    plain = r"[^()\[\]{}]"
+    inner = plain
+    for _ in range(depth):
+        inner = f"(?:{plain}|\\((?:{inner})*\\)|\\[(?:{inner})*\\]|\\{{(?:{inner})*\\}})"
+    return inner
+
+
+_VALUE = {True: f"(?:{_balanced(4)})*?", False: ".*?"}
+
+
+def _pattern(template: str, balanced: bool = True) -> re.Pattern | None:
+    """A template ("{0} should be a number, got {1}.") as a regex capturing its values; None without a field.
+
+    ``balanced``: a value's brackets must pair up ("(2, 3)" is one value in "{0}, {1})"); the loose pattern is the
+    fallback for a value that is itself unbalanced."""
     parts = re.split(r"(\{\{|\}\}|\{\d+\})", template)
     if not any(_FIELD.fullmatch(p) for p in parts):
         return None
     out = []
     for p in parts:
         if _FIELD.fullmatch(p):
-            out.append(f"(?P<f{p[1:-1]}>.*?)")
+            out.append(f"(?P<f{p[1:-1]}>{_VALUE[balanced]})")
         elif p in ("{{", "}}"):
             out.append(re.escape(p[0]))
         else:
@@ -156,12 +171,13 @@ def _templates() -> tuple[dict, list]:
     """(literal English -> Chinese, [(pattern, literal length, Chinese template)]) of the checks' messages."""
     exact, patterns = {}, []
     for msgid, msgstr in catalog().items():
+        msgid, msgstr = msgid.strip(), msgstr.strip()  # a piece of a joined message (" Run your test…") is matched stripped
         pattern = _pattern(msgid)
         if pattern is None:
             exact[_literal(msgid)] = _literal(msgstr)
         else:
-            patterns.append((pattern, len(_FIELD.sub("", msgid)), msgstr))
-    patterns.sort(key=lambda p: -p[1])  # the most specific template first
+            patterns.append((pattern, _pattern(msgid, balanced=False), len(_FIELD.sub("", msgid)), msgstr))
+    patterns.sort(key=lambda p: -p[2])  # the most specific template first
     return exact, patterns
 
 
@@ -171,8 +187,8 @@ def _translate_whole(text: str, depth: int = 0) -> str | None:
         return exact[text]
     if depth > 3:
         return None
-    for pattern, _, chinese in patterns:
-        m = pattern.fullmatch(text)
+    for strict, loose, _, chinese in patterns:
+        m = strict.fullmatch(text) or loose.fullmatch(text)
         if m:
             values = {int(k[1:]): v for k, v in m.groupdict().items()}
             values = [_translate_whole(values[i], depth + 1) or values[i] for i in range(len(values))]
@@ -193,7 +209,7 @@ def translate_message(text: str) -> str:
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if language() != "zh" or not text:
         return text
-    whole = _translate_whole(text)
+    whole = _translate_whole(text.strip())
     if whole is not None:
         return whole
     cuts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]
