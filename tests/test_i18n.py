@@ -132,6 +132,20 @@ def test_a_style_rule_catches_a_bad_example_and_passes_a_good_one(rule, bad, goo
     assert i18n.style_problems("notebooks/x", "English.", good, NO_RULES) == []
 
 
+def test_the_exercise_instructions_have_one_wording():
+    english = "Each exercise has a cell for your answer (replace the `...`), a one-line check to run after it, " \
+              "and a worked solution folded under \"Show solution\". The checks use the shipped model."
+    good = "每道练习有三部分：一个供你作答的单元格（把其中的 `...` 换成你的答案），一行作答后运行的检查，" \
+           "以及一份折叠在“显示答案”下的完整解答。检查使用随包发布的模型。"
+    assert i18n.style_problems("notebooks/x", english, good, NO_RULES) == []
+    bad = "每道练习都有一个供你作答的单元格（替换其中的 `...`）、一行检查代码，以及折叠起来的详细解答。"
+    found = i18n.style_problems("notebooks/x", english, bad, NO_RULES)
+    assert len(found) == 1 and found[0].startswith("exercise instructions:") and "write" in found[0]
+    plain = "Each exercise has a cell for your answer, a one-line check, and a solution, folded away."
+    assert i18n.style_problems("notebooks/x", plain, good, NO_RULES)  # no `...` in the English: no parenthesis
+    assert i18n.style_problems("notebooks/x", plain, i18n.exercise_instructions(plain), NO_RULES) == []
+
+
 def test_the_style_rules_skip_code_math_link_targets_and_formulas():
     text = ('调用 `f(a, b)` 或 `"s"`：$p(x, y) = 15 \\%$，见[第 3 章](03_x.ipynb#a,b)和 <a href="x">链接</a>，'
             "https://example.org/a,b 也是。")

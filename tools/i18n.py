@@ -375,6 +375,20 @@ UNITS_EN = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?\s?[MB](?![\w-])")
 MODEL_NAME = re.compile(r"[A-Za-z][\w.]*(?:[ -]\d[\d.]*)?[ -]\d+(?:\.\d+)?[MB](?![\w-])")
 
 
+# The exercises' instructions, one wording for every variant of the English "Each exercise has a cell for your
+# answer, a one-line check to run after it, and a (worked) solution folded ..." (the parenthesis only where the
+# English names the `...` to replace); a chapter may add sentences after it.
+EXERCISE_INSTRUCTIONS = "每道练习有三部分：一个供你作答的单元格{}，一行作答后运行的检查，以及一份折叠在“显示答案”下的完整解答。"
+EXERCISE_BLANK = "（把其中的 `...` 换成你的答案）"
+
+
+def exercise_instructions(msgid: str) -> str | None:
+    """The Chinese the exercises' instructions must start with, or None if ``msgid`` is not those instructions."""
+    if not msgid.startswith("Each exercise has"):
+        return None
+    return EXERCISE_INSTRUCTIONS.format(EXERCISE_BLANK if "`...`" in msgid else "")
+
+
 def _style_text(text: str) -> str:
     for rx in (ROLE, CODE, MATH, TAG):  # a role before the code span that ends it
         text = rx.sub(HOLE, text)
@@ -394,6 +408,9 @@ def style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None
             shown = ", ".join(repr(text[max(0, m.start() - 6):m.end() + 6].replace(HOLE, "…"))
                               for m in list(rx.finditer(text))[:3])
             out.append(f"{name}: {advice}; found {shown}")
+    wording = exercise_instructions(msgid)
+    if wording and not msgstr.startswith(wording) and not excused(rules, page, msgid, "rule", "exercise instructions"):
+        out.append(f"exercise instructions: not the one wording; write {wording!r} (then any sentences of this page)")
     return out
 
 
