@@ -4,8 +4,9 @@
     python tools/i18n.py extract   # the English book's messages -> _build/gettext/**/*.pot (about 10 s)
     python tools/i18n.py update    # extract, then bring locales/zh_CN/LC_MESSAGES/**/*.po up to date (sphinx-intl):
                                    # a changed paragraph turns fuzzy, a new one untranslated
-    python tools/i18n.py check     # extract, then list every message that is missing, untranslated, fuzzy
-                                   # or malformed (exit 1 if any)
+    python tools/i18n.py check     # extract, then list every message that is missing, untranslated, fuzzy,
+                                   # malformed, against locales/zh_CN/STYLE.md's punctuation and units, or not
+                                   # in terminology.yml's terms (exit 1 if any)
     python tools/i18n.py notebooks # write notebooks/zh/*.ipynb: the notebooks with their markdown in Chinese
                                    # (the same code; the solutions' toggles in Chinese), for Jupyter and Colab
 
