@@ -231,6 +231,52 @@ def test_check_reports_style_problems_with_page_and_paragraph(tmp_path):
     assert any("units" in p and "110M" in p for p in problems)
 
 
+@pytest.mark.parametrize("english, before, after", [
+    ("**Misconception.** It is so.", "**常见误解。** 是这样。", "**常见误解**。是这样。"),
+    ("*Figure: the loss.* Then it drops.", "*图：损失。* 然后下降。", "*图：损失*。然后下降。"),
+    ("BERT masks 15 % of them.", "BERT 遮蔽其中 15 % 的词元，而不是 15％。", "BERT 遮蔽其中 15% 的词元，而不是 15%。"),
+    ("See \"Attention Is All You Need\" {cite}`vaswani2017`.", "见“Attention Is All You Need” {cite}`vaswani2017`。",
+     "见“Attention Is All You Need”{cite}`vaswani2017`。"),
+    ("**Exercise 3.1 — Finish the sum.** Write `x`.", "**练习 3.1 — 完成演算。** 写出 `x`。", "**练习 3.1：完成演算**。写出 `x`。"),
+    ("**Exercise 7.3 — Bug hunt: the decoder that peeks.** Find it.", "**练习 7.3 — 排错：偷看的解码器。** 找出它。",
+     "**练习 7.3：找 bug——偷看的解码器**。找出它。"),
+    ("Each exercise has a cell for your answer (replace the `...`), a one-line check to run after it, and a "
+     "worked solution folded under \"Show solution\". The checks know the answer.",
+     "每道练习都有一个供你作答的单元格（替换 `...`）、一行检查代码，以及折叠起来的详细解答。检查知道答案。",
+     "每道练习有三部分：一个供你作答的单元格（把其中的 `...` 换成你的答案），一行作答后运行的检查，"
+     "以及一份折叠在“显示答案”下的完整解答。检查知道答案。"),
+])
+def test_fix_style_makes_the_mechanical_fixes(english, before, after):
+    assert i18n.style_problems("notebooks/x", english, before, NO_RULES)
+    assert i18n.fix_style(english, before) == after
+    assert i18n.style_problems("notebooks/x", english, after, NO_RULES) == []
+    assert i18n.message_problems(english, after) == []
+    assert i18n.fix_style(english, after) == after  # nothing left to fix
+
+
+def test_fix_style_leaves_what_needs_a_translator():
+    quotes = '写下 "yes" 或 "no"，位置(B, S)。'
+    assert i18n.fix_style("Write \"yes\" or \"no\".", quotes) == quotes
+    # the one wording would drop the English's `None`: the code spans would differ, so that fix is not made
+    english = "Each exercise has a cell for your answer (`...` or `None`), a one-line check to run after it."
+    before = "每道练习都有一个供你作答的单元格（`...` 或 `None`）和一行检查。"
+    assert i18n.fix_style(english, before) == before
+
+
+def test_fix_catalogs_rewrites_only_what_it_fixes(tmp_path):
+    cat = tmp_path / "cat" / "notebooks"
+    cat.mkdir(parents=True)
+    po = polib.POFile()
+    po.append(polib.POEntry(msgid="**Misconception.** It is so.", msgstr="**常见误解。** 是这样。"))
+    po.append(polib.POEntry(msgid="Fine.", msgstr="很好。"))
+    po.append(polib.POEntry(msgid="\n\\text{a} = 15 \\%\n", msgstr="\n\\text{甲} = 15 \\%\n"))
+    po.save(str(cat / "x.po"))
+    assert i18n.fix_catalogs(tmp_path / "cat") == {"notebooks/x": 1}
+    assert [e.msgstr for e in polib.pofile(str(cat / "x.po"))] == ["**常见误解**。是这样。", "很好。",
+                                                                    "\n\\text{甲} = 15 \\%\n"]
+    assert i18n.fix_catalogs(tmp_path / "cat") == {}
+
+
 def test_translate_markdown_keeps_every_block_in_place():
     source = ("# A title\n\nA paragraph that\nruns over two lines.\n\n> **Misconception.** A quoted\n> claim.\n\n"
               "- an item\n- another item\n\n| a | b |\n|---|---|\n| one | two |\n\n$$\n\\text{out} = 1\n$$\n"

@@ -7,6 +7,7 @@
     python tools/i18n.py check     # extract, then list every message that is missing, untranslated, fuzzy,
                                    # malformed, against locales/zh_CN/STYLE.md's punctuation and units, or not
                                    # in terminology.yml's terms (exit 1 if any)
+    python tools/i18n.py fix [PAGE...] # STYLE.md's mechanical fixes in the catalogs (fix_style); check lists the rest
     python tools/i18n.py notebooks # write notebooks/zh/*.ipynb: the notebooks with their markdown in Chinese
                                    # (the same code; the solutions' toggles in Chinese), for Jupyter and Colab
 
@@ -431,6 +432,54 @@ def unit_problems(page: str, messages: list[tuple[str, str]], rules: dict | None
     return []
 
 
+def fix_style(msgid: str, msgstr: str) -> str:
+    """``msgstr`` with STYLE.md's mechanical fixes: a bold or italic lead-in's full-width punctuation moved
+    outside the markers with the space after it dropped (**常见误解。** 后面 -> **常见误解**。后面), 15 % -> 15%,
+    ”␣{cite} -> ”{cite}, an exercise title's dash -> 练习 N.M：(its own colon -> ——), and the exercises' one
+    instruction wording. A fix that would change what the message renders, or its code, math or links, is not
+    made; nothing else is touched (the other rules need a translator)."""
+    out = re.sub(r"([。：？！])\*\*[ \u00a0]", r"**\1", msgstr)
+    out = re.sub(r"([。？])\*(?!\*)[ \u00a0]", r"*\1", out)
+    out = re.sub(r"(\d)[ \u00a0]*[%％]|(\d)％", lambda m: (m.group(1) or m.group(2)) + "%", out)
+    out = re.sub(r"” (\{[a-z:]+\}`)", r"”\1", out)
+
+    def title(m: re.Match) -> str:
+        head, rest = m.group(1), m.group(2)
+        return f"**练习 {head}：" + rest.replace("：", "——", 1)
+    out = re.sub(r"\*\*练习 ([0-9A-Z]+\.\d+)\s*[—–-]+\s*([^*]*)", title, out)
+    if re.match(r"\*\*Exercise \S+ [—–-] Bug hunt", msgid):  # one name for the bug hunts: 找 bug
+        out = re.sub(r"(\*\*练习 [0-9A-Z]+\.\d+：)(?:找错|排错|捉虫)——", r"\1找 bug——", out)
+    wording = exercise_instructions(msgid)
+    if wording and not out.startswith(wording) and "。" in out:
+        out = wording + out.split("。", 1)[1]
+    if out != msgstr and set(message_problems(msgid, out)) - set(message_problems(msgid, msgstr)):
+        return msgstr
+    return out
+
+
+def fix_catalogs(catalogs: Path = CATALOGS, pages: list[str] | None = None) -> dict[str, int]:
+    """Apply ``fix_style`` to every translated message of ``pages`` (default: every catalog); {page: messages
+    changed}. Run ``check`` afterwards: what remains needs a translator."""
+    import polib
+
+    changed = {}
+    for po_path in sorted(catalogs.rglob("*.po")):
+        page = str(po_path.relative_to(catalogs).with_suffix(""))
+        if pages is not None and page not in pages:
+            continue
+        po, n = polib.pofile(str(po_path), wrapwidth=0), 0
+        for e in po:
+            if e.obsolete or not e.msgstr or is_display_math(e.msgid):
+                continue
+            new = fix_style(e.msgid, e.msgstr)
+            if new != e.msgstr:
+                e.msgstr, n = new, n + 1
+        if n:
+            po.save(str(po_path))
+            changed[page] = n
+    return changed
+
+
 # -- the Chinese notebooks (notebooks/zh/): the English notebooks with their markdown translated ------------
 
 ZH_NOTEBOOKS = ROOT / "notebooks" / "zh"
@@ -567,8 +616,13 @@ def update(pot_dir: Path = POT) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=["extract", "update", "check", "notebooks"])
+    ap.add_argument("command", choices=["extract", "update", "check", "notebooks", "fix"])
+    ap.add_argument("pages", nargs="*", help="fix: the pages to fix, e.g. notebooks/07_masking (default: all)")
     args = ap.parse_args(argv)
+    if args.command == "fix":
+        for page, n in fix_catalogs(pages=args.pages or None).items():
+            print(f"{page}: {n} message(s) fixed")
+        return 0
     if args.command == "notebooks":
         print(f"wrote {len(write_notebooks())} notebooks into {ZH_NOTEBOOKS.relative_to(ROOT)}/")
         return 0
