@@ -237,6 +237,9 @@ def test_check_reports_style_problems_with_page_and_paragraph(tmp_path):
     ("BERT masks 15 % of them.", "BERT 遮蔽其中 15 % 的词元，而不是 15％。", "BERT 遮蔽其中 15% 的词元，而不是 15%。"),
     ("See \"Attention Is All You Need\" {cite}`vaswani2017`.", "见“Attention Is All You Need” {cite}`vaswani2017`。",
      "见“Attention Is All You Need”{cite}`vaswani2017`。"),
+    ("Write \"yes\" or \"no\", not `\"maybe\"`.", '写下 "yes" 或 "no"，而不是 `"maybe"`。', "写下“yes”或“no”，而不是 `\"maybe\"`。"),
+    ("*\"It is tired.\"* (the animal)", "*“它累了。”* （那只动物）", "*“它累了。”*（那只动物）"),
+    ("A Mac.", "一台 Mac ，好。", "一台 Mac，好。"),
     ("**Exercise 3.1 — Finish the sum.** Write `x`.", "**练习 3.1 — 完成演算。** 写出 `x`。", "**练习 3.1：完成演算**。写出 `x`。"),
     ("**Exercise 7.3 — Bug hunt: the decoder that peeks.** Find it.", "**练习 7.3 — 排错：偷看的解码器。** 找出它。",
      "**练习 7.3：找 bug——偷看的解码器**。找出它。"),
@@ -255,8 +258,9 @@ def test_fix_style_makes_the_mechanical_fixes(english, before, after):
 
 
 def test_fix_style_leaves_what_needs_a_translator():
-    quotes = '写下 "yes" 或 "no"，位置(B, S)。'
-    assert i18n.fix_style("Write \"yes\" or \"no\".", quotes) == quotes
+    assert i18n.fix_style("Shapes.", "形状(B, S)，掩码屏蔽了它。") == "形状(B, S)，掩码屏蔽了它。"
+    code = '写下 `"vit"`、`f(a, b)`、$15 %$，见[第 3 章](03.ipynb#a "b")。'
+    assert i18n.fix_style("Write `\"vit\"`, `f(a, b)`, $15 %$.", code) == code
     # the one wording would drop the English's `None`: the code spans would differ, so that fix is not made
     english = "Each exercise has a cell for your answer (`...` or `None`), a one-line check to run after it."
     before = "每道练习都有一个供你作答的单元格（`...` 或 `None`）和一行检查。"

@@ -434,14 +434,28 @@ def unit_problems(page: str, messages: list[tuple[str, str]], rules: dict | None
 
 def fix_style(msgid: str, msgstr: str) -> str:
     """``msgstr`` with STYLE.md's mechanical fixes: a bold or italic lead-in's full-width punctuation moved
-    outside the markers with the space after it dropped (**常见误解。** 后面 -> **常见误解**。后面), 15 % -> 15%,
-    ”␣{cite} -> ”{cite}, an exercise title's dash -> 练习 N.M：(its own colon -> ——), and the exercises' one
-    instruction wording. A fix that would change what the message renders, or its code, math or links, is not
-    made; nothing else is touched (the other rules need a translator)."""
-    out = re.sub(r"([。：？！])\*\*[ \u00a0]", r"**\1", msgstr)
-    out = re.sub(r"([。？])\*(?!\*)[ \u00a0]", r"*\1", out)
-    out = re.sub(r"(\d)[ \u00a0]*[%％]|(\d)％", lambda m: (m.group(1) or m.group(2)) + "%", out)
-    out = re.sub(r"” (\{[a-z:]+\}`)", r"”\1", out)
+    outside the markers with the space after it dropped (**常见误解。** 后面 -> **常见误解**。后面), other spaces
+    around full-width punctuation dropped, 15 % -> 15%, ASCII "…" -> “…”, ”␣{cite} -> ”{cite}, an exercise
+    title's dash -> 练习 N.M：(its own colon -> ——), and the exercises' one instruction wording. Code spans,
+    formulas, roles, tags and link targets are left alone, and a fix that would change what the message renders
+    or its code, math or links is not made. Terms and units need a translator."""
+    def prose(text: str) -> str:  # the fixes of the text outside code, math, roles, tags and link targets
+        text = re.sub(r"([。：？！])\*\*[ \u00a0]", r"**\1", text)
+        text = re.sub(r"([。？])\*(?!\*)[ \u00a0]", r"*\1", text)
+        text = re.sub(r"(\d)[ \u00a0]*[%％]|(\d)％", lambda m: (m.group(1) or m.group(2)) + "%", text)
+        if text.count('"') % 2 == 0:  # ASCII quotes -> “…”, which take no space on either side
+            text = re.sub(r'[ \u00a0]*"([^"\n]*)"[ \u00a0]*', r"“\1”", text)
+        text = re.sub(f"([{_CLOSE}])([*_]*)[ \u00a0]+(?=\\S)", r"\1\2", text)
+        return re.sub(f"(?<=\\S)[ \u00a0]+([*_]*[{_CLOSE[:7]}])", r"\1", text)
+
+    protected = re.compile("|".join(f"(?:{rx.pattern})" for rx in (ROLE, CODE, MATH, TAG))
+                           + r"|\]\([^)\s]+\)|https?://\S+")
+    pieces, at = [], 0
+    for m in protected.finditer(msgstr):
+        pieces += [prose(msgstr[at:m.start()]), m.group(0)]
+        at = m.end()
+    out = "".join(pieces + [prose(msgstr[at:])])
+    out = re.sub(r"” (\{[a-z:]+\}`)", r"”\1", out)  # a citation right after a closing quote
 
     def title(m: re.Match) -> str:
         head, rest = m.group(1), m.group(2)
