@@ -350,8 +350,8 @@ def terminology_problems(catalogs: Path = CATALOGS, rules: Path = TERMINOLOGY) -
 
 HOLE = "\ue000"
 _H = r"[\u3400-\u9fff]"  # a Chinese character
-_CLOSE = "，。：；！？、）》」』”"  # full-width punctuation that a space must not follow
-_OPEN = "（《「『“"  # ... nor precede
+_STOPS = "，。：；！？、"  # full-width punctuation that a space must neither follow nor precede
+_CLOSE = _STOPS + "）》」』”"  # ... and the closing brackets and quotes, which a space must not follow
 STYLE_RULES = {  # name: (pattern, what is wrong and what to write instead)
     "percent": (re.compile(r"\d(?:[ \u00a0]+[%％]|％)"),
                 "a space before %, or a full-width ％: write 15% (no space, half-width %)"),
@@ -359,7 +359,7 @@ STYLE_RULES = {  # name: (pattern, what is wrong and what to write instead)
                                 "a space after full-width punctuation: write 。后面 (no space); after bold or italic "
                                 "put the punctuation outside the markers, **常见误解**。后面, since **常见误解。**后面 "
                                 "does not render as bold"),
-    "space before punctuation": (re.compile(f"(?<=[^ \u00a0\\n{HOLE}])[ \u00a0]+[*_]*[{_CLOSE[:7]}]"),
+    "space before punctuation": (re.compile(f"(?<=[^ \u00a0\\n{HOLE}])[ \u00a0]+[*_]*[{_STOPS}]"),
                                  "a space before full-width punctuation: write Mac，好 (no space)"),
     "ASCII quotes": (re.compile(r'"[^"\n]*"'),
                      "ASCII quotes in a Chinese message: write “…” (full-width), around English words too"),
@@ -446,7 +446,7 @@ def fix_style(msgid: str, msgstr: str) -> str:
         if text.count('"') % 2 == 0:  # ASCII quotes -> “…”, which take no space on either side
             text = re.sub(r'[ \u00a0]*"([^"\n]*)"[ \u00a0]*', r"“\1”", text)
         text = re.sub(f"([{_CLOSE}])([*_]*)[ \u00a0]+(?=\\S)", r"\1\2", text)
-        return re.sub(f"(?<=\\S)[ \u00a0]+([*_]*[{_CLOSE[:7]}])", r"\1", text)
+        return re.sub(f"(?<=\\S)[ \u00a0]+([*_]*[{_STOPS}])", r"\1", text)
 
     protected = re.compile("|".join(f"(?:{rx.pattern})" for rx in (ROLE, CODE, MATH, TAG))
                            + r"|\]\([^)\s]+\)|https?://\S+")
