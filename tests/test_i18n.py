@@ -146,6 +146,16 @@ def test_the_exercise_instructions_have_one_wording():
     assert i18n.style_problems("notebooks/x", plain, i18n.exercise_instructions(plain), NO_RULES) == []
 
 
+def test_a_formulas_english_words_are_caught_and_its_labels_pass():
+    english = "\nx_1 = \\mathrm{MultiHead}(y, y, y;\\ \\text{causal mask}),\\ d_\\text{model} = 512\n"
+    found = i18n.style_problems("notebooks/x", english, english, NO_RULES)
+    assert len(found) == 1 and found[0].startswith("formula text:") and "causal mask" in found[0]
+    chinese = english.replace("causal mask", "因果掩码")
+    assert i18n.style_problems("notebooks/x", english, chinese, NO_RULES) == []
+    label = "\nP(\\text{next} = w \\mid \\text{source})\n"  # one-word labels stay: not reported
+    assert i18n.style_problems("notebooks/x", label, label, NO_RULES) == []
+
+
 def test_the_style_rules_skip_code_math_link_targets_and_formulas():
     text = ('调用 `f(a, b)` 或 `"s"`：$p(x, y) = 15 \\%$，见[第 3 章](03_x.ipynb#a,b)和 <a href="x">链接</a>，'
             "https://example.org/a,b 也是。")

@@ -377,6 +377,10 @@ UNITS_EN = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?\s?[MB](?![\w-])")
 MODEL_NAME = re.compile(r"[A-Za-z][\w.]*(?:[ -]\d[\d.]*)?[ -]\d+(?:\.\d+)?[MB](?![\w-])")
 
 
+# \text{…} in a display formula (its own message): words are translated (\text{因果掩码}), labels are not
+FORMULA_TEXT = re.compile(r"\\text\{([^{}]*)\}")
+
+
 # The exercises' instructions, one wording for every variant of the English "Each exercise has a cell for your
 # answer, a one-line check to run after it, and a (worked) solution folded ..." (the parenthesis only where the
 # English names the `...` to replace); a chapter may add sentences after it.
@@ -401,7 +405,13 @@ def style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None
     """What one translation does against STYLE.md's punctuation rules (STYLE_RULES), each with the text found and
     what to write instead; a message listed in terminology.yml's ``exceptions`` under ``rule`` is excused."""
     rules = load_rules() if rules is None else rules
-    if is_display_math(msgid) or not HAN.search(msgstr):
+    if is_display_math(msgid):  # a formula: its words in \text{…} are translated, its symbols are not
+        words = [t for t in FORMULA_TEXT.findall(msgstr) if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", t)]
+        if words and not excused(rules, page, msgid, "rule", "formula text"):
+            return [f"formula text: English words in a formula: write them in Chinese, e.g. \\text{{因果掩码}} for "
+                    f"\\text{{causal mask}} (a symbol's label such as d_\\text{{model}} stays); found {words[:3]}"]
+        return []
+    if not HAN.search(msgstr):
         return []
     text, out = _style_text(msgstr), []
     for name, (rx, advice) in STYLE_RULES.items():
