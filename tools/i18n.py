@@ -279,7 +279,7 @@ def load_rules(rules: Path = TERMINOLOGY) -> dict:
 
 def excused(rules: dict, page: str, msgid: str, kind: str, name: str) -> bool:
     """Whether terminology.yml's ``exceptions`` excuse one message of ``page`` from one check: ``kind`` is "term"
-    (a glossary or forbidden term) or "rule" (a rule of STYLE_RULES); the entry names the start of the English."""
+    (a glossary or forbidden term) or "rule" (one of RULE_NAMES); the entry names the start of the English."""
     return any(x.get("page") == page and x.get(kind) == name and msgid.startswith(x.get("english", "\0"))
                for x in rules.get("exceptions") or [])
 
@@ -377,6 +377,8 @@ UNITS_EN = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?\s?[MB](?![\w-])")
 MODEL_NAME = re.compile(r"[A-Za-z][\w.]*(?:[ -]\d[\d.]*)?[ -]\d+(?:\.\d+)?[MB](?![\w-])")
 
 
+# every rule a terminology.yml exception may name under `rule:`
+RULE_NAMES = (*STYLE_RULES, "exercise instructions", "formula text", "units")
 # \text{…} in a display formula (its own message): words are translated (\text{因果掩码}), labels are not
 FORMULA_TEXT = re.compile(r"\\text\{([^{}]*)\}")
 
