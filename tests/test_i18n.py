@@ -466,6 +466,11 @@ def test_code_update_keeps_translations_marks_changed_ones_fuzzy_and_drops_stale
     assert any("fuzzy" in p and "position in the sentence" in p for p in problems)
     assert i18n.code_translated("".join(nb["cells"][0]["source"]), i18n.code_translations(path, tmp_path))[0] == \
         "x = 1  # 这里的第一条注释\ny = 2  # a brand new remark\nax.set_xlabel(\"position in the sentence\")\n"
+    po = polib.pofile(str(tmp_path / "notebooks" / "07_x.po"))
+    po.find("a brand new remark", msgctxt="comment").msgstr = "一条新的 ,注释 (软件包)"
+    po.save()
+    styled = [p for p in i18n.code_check([path], catalogs=tmp_path) if "brand new" in p]
+    assert any("ASCII punctuation" in p for p in styled) and any("软件包" in p for p in styled), styled
 
 
 # Notebooks whose code catalog is still being translated (helpers r1/r2/r3, this session): their test is expected

@@ -1163,10 +1163,12 @@ def code_message_problems(context: str, msgid: str, msgstr: str, fuzzy: bool = F
 
 
 def code_check(notebooks: list[Path] | None = None, catalogs: Path = CODE_CATALOGS) -> list[str]:
-    """Every comment and figure string of every notebook's code translated, not fuzzy, well formed."""
+    """Every comment and figure string of every notebook's code translated, not fuzzy, well formed, and following
+    STYLE.md's punctuation and terms (style_problems, forbidden_problems; excused by terminology.yml's exceptions
+    under the page "code/<stem>")."""
     import polib
 
-    problems = []
+    problems, rules = [], load_rules()
     for notebook in notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")):
         path = code_catalog_path(notebook, catalogs)
         page = f"code/{notebook.stem}"
@@ -1179,6 +1181,9 @@ def code_check(notebooks: list[Path] | None = None, catalogs: Path = CODE_CATALO
             have = po.get((e.msgctxt, e.msgid))
             found = ["missing: a new or changed comment or figure string"] if have is None else \
                 code_message_problems(e.msgctxt, e.msgid, have.msgstr, "fuzzy" in have.flags)
+            if have is not None and have.msgstr:  # STYLE.md's punctuation and terms, as in the prose catalogs
+                found += style_problems(page, e.msgid, have.msgstr, rules)
+                found += [p.split(": ", 1)[1] for p in forbidden_problems(page, e.msgid, have.msgstr, rules)]
             problems += [f"{page} [{e.msgctxt}]: {p}: {e.msgid[:100]!r}" for p in found]
     return problems
 
