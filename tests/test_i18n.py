@@ -381,6 +381,7 @@ explore(draw, mode=["train", "test"], alt="Curves for {mode}")
 plt.legend(["one line"], loc="upper left")
 ax.text(0, 1, "$x_t$")
 print("printed words stay")
+label = f"{n} words" if n else "none"
 device = setup(seed=0)
 """
 
@@ -390,7 +391,8 @@ def test_code_messages_are_prose_comments_and_the_strings_a_figure_shows():
     assert found == [("comment", "Set-up: the first line"), ("comment", "a trailing comment here"),
                      ("comment", "A sentence cut over two lines of comments."),
                      ("figure", "Loss at step {step:>3}\\nlr = {lr}"), ("figure", "the loss"), ("figure", "no loss"),
-                     ("figure", "Curves for {mode}"), ("figure", "one line")]
+                     ("figure", "Curves for {mode}"), ("figure", "one line"), ("figure", "{n} words"),
+                     ("figure", "none")]
 
 
 def test_code_translated_changes_only_comments_figure_strings_and_the_language():
@@ -399,7 +401,7 @@ def test_code_translated_changes_only_comments_figure_strings_and_the_language()
          ("figure", "Loss at step {step:>3}\\nlr = {lr}"): "第 {step:>3} 步的损失\\n学习率 = {lr}",
          ("figure", "the loss"): "损失", ("figure", "Curves for {mode}"): "{mode} 的曲线"}
     out, missing = i18n.code_translated(CELL, t)
-    assert missing == [("figure", "no loss"), ("figure", "one line")]
+    assert missing == [("figure", "no loss"), ("figure", "one line"), ("figure", "{n} words"), ("figure", "none")]
     assert out == CELL.replace("Set-up: the first line", "设置：第一行").replace(
         "a trailing comment here", "行尾注释").replace("A sentence cut over\n# two lines of comments.", "一个被拆成两行注释的句子。").replace(
         'f"Loss at step {step:>3}\\n"', 'f"第 {step:>3} 步的损失\\n"').replace('f"lr = {lr}"', 'f"学习率 = {lr}"').replace(

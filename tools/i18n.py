@@ -773,8 +773,8 @@ def write_notebooks() -> list[Path]:
 #       `(B, T, D)`, formulas like `h_{-1} = 0`) and commented-out code (the text parses as Python and holds `=`
 #       or `(`).
 #   msgctxt "figure": the string literals a figure shows, found with the AST: every string argument (also inside
-#       a list, a tuple or an `a if c else b`) of a call to FIGURE_CALLS, and the keyword arguments FIGURE_KEYWORDS
-#       of any call. The msgid is the literal's source text between its quotes (escapes as written; an f-string's
+#       a list, a tuple or an `a if c else b`) of a call to FIGURE_CALLS, the keyword arguments FIGURE_KEYWORDS
+#       of any call, and a string assigned to a variable of one of those names (`label = f"..."`). The msgid is the literal's source text between its quotes (escapes as written; an f-string's
 #       `{...}` fields kept; implicitly concatenated pieces joined); the Chinese must keep the same `{...}` fields,
 #       code spans and `$...$` math and make a valid literal (checked). Strings that are data (tokens, sentences,
 #       keys, modes passed to functions, printed labels) are never messages: a print's words stay English next to
@@ -898,6 +898,9 @@ def _figure_nodes(tree) -> list:
             strings(node.orelse)
 
     for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in FIGURE_KEYWORDS:  # label = f"..." (then label=label)
+            strings(node.value)
         if not isinstance(node, ast.Call):
             continue
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
