@@ -147,6 +147,8 @@ def message_problems(msgid: str, msgstr: str, fuzzy: bool = False, may_stay_engl
     out = ["fuzzy: the English changed since it was translated"] if fuzzy else []
     for name, rx in (("code spans", CODE), ("math", MATH), ("link targets", LINK), ("roles", ROLE)):
         a, b = sorted(rx.findall(msgid)), sorted(rx.findall(msgstr))
+        if name == "math":  # the words in a formula's \text{…} are translated (STYLE.md), its symbols are not
+            a, b = (sorted(FORMULA_TEXT.sub(r"\\text{}", m) for m in x) for x in (a, b))
         if a != b:
             out.append(f"{name} differ from the English: {sorted(set(a) ^ set(b))}")
     if is_display_math(msgid):
@@ -425,6 +427,11 @@ def style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None
             return [f"formula text: English words in a formula: write them in Chinese, e.g. \\text{{因果掩码}} for "
                     f"\\text{{causal mask}} (a symbol's label such as d_\\text{{model}} stays); found {words[:3]}"]
         return []
+    inline = [t for m in MATH.findall(msgstr) for t in FORMULA_TEXT.findall(m)
+              if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", t)]
+    if inline and HAN.search(msgstr) and not excused(rules, page, msgid, "rule", "formula text"):
+        return [f"formula text: English words in an inline formula: write them in Chinese, e.g. \\text{{批大小}} for "
+                f"\\text{{batch size}} (a symbol's label such as \\mu_{{\\text{{batch}}}} stays); found {inline[:3]}"]
     if not HAN.search(msgstr):
         return []
     text, out = _style_text(msgstr), []
