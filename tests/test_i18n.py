@@ -481,10 +481,14 @@ def test_code_update_keeps_translations_marks_changed_ones_fuzzy_and_drops_stale
     assert i18n.code_translated("".join(nb["cells"][0]["source"]), i18n.code_translations(path, tmp_path))[0] == \
         "x = 1  # 这里的第一条注释\ny = 2  # a brand new remark\nax.set_xlabel(\"position in the sentence\")\n"
     po = polib.pofile(str(tmp_path / "notebooks" / "07_x.po"))
-    po.find("a brand new remark", msgctxt="comment").msgstr = "一条新的 ,注释 (软件包)"
+    po.find("a brand new remark", msgctxt="comment").msgstr = '一条新的。 "注释"(软件包)'
     po.save()
     styled = [p for p in i18n.code_check([path], catalogs=tmp_path) if "brand new" in p]
-    assert any("ASCII punctuation" in p for p in styled) and any("软件包" in p for p in styled), styled
+    assert any("ASCII quotes" in p for p in styled) and any("space after" in p for p in styled) \
+        and any("软件包" in p for p in styled), styled
+    # code notation keeps its ASCII: a literal quoted as in the English, a tuple's commas and parentheses
+    assert i18n.code_style_problems("code/x", 'answer "a", "b" or "c"; (layer, head) -> x',
+                                    '答案为 "a"、"b" 或 "c"；(层, 头) -> x', {}) == []
 
 
 # Notebooks whose code catalog is still being translated (helpers r1/r2/r3, this session): their test is expected

@@ -1172,10 +1172,21 @@ def code_message_problems(context: str, msgid: str, msgstr: str, fuzzy: bool = F
     return out
 
 
+def code_style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None) -> list[str]:
+    """STYLE.md's punctuation rules for a comment or figure string, where code notation is at home: a string
+    literal quoted as in the English ("batch", a value the reader types) keeps its ASCII quotes, and tuples, calls
+    and formulas keep their ASCII commas and parentheses ((层, 头) -> ..., P(下一个词元 | 源句子)): the rule
+    "ASCII punctuation" is not applied. The others are (full-width quotes around words, no space after
+    full-width punctuation, 15%, ...)."""
+    literals = set(re.findall(r'"[^"\n]*"', msgid))
+    masked = re.sub(r'"[^"\n]*"', lambda m: HOLE if m.group(0) in literals else m.group(0), msgstr)
+    return [p for p in style_problems(page, msgid, masked, rules) if not p.startswith("ASCII punctuation:")]
+
+
 def code_check(notebooks: list[Path] | None = None, catalogs: Path = CODE_CATALOGS) -> list[str]:
     """Every comment and figure string of every notebook's code translated, not fuzzy, well formed, and following
-    STYLE.md's punctuation and terms (style_problems, forbidden_problems; excused by terminology.yml's exceptions
-    under the page "code/<stem>")."""
+    STYLE.md's punctuation and terms (code_style_problems, forbidden_problems; excused by terminology.yml's
+    exceptions under the page "code/<stem>")."""
     import polib
 
     problems, rules = [], load_rules()
@@ -1192,7 +1203,7 @@ def code_check(notebooks: list[Path] | None = None, catalogs: Path = CODE_CATALO
             found = ["missing: a new or changed comment or figure string"] if have is None else \
                 code_message_problems(e.msgctxt, e.msgid, have.msgstr, "fuzzy" in have.flags)
             if have is not None and have.msgstr:  # STYLE.md's punctuation and terms, as in the prose catalogs
-                found += style_problems(page, e.msgid, have.msgstr, rules)
+                found += code_style_problems(page, e.msgid, have.msgstr, rules)
                 found += [p.split(": ", 1)[1] for p in forbidden_problems(page, e.msgid, have.msgstr, rules)]
             problems += [f"{page} [{e.msgctxt}]: {p}: {e.msgid[:100]!r}" for p in found]
     return problems
