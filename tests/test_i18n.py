@@ -572,7 +572,7 @@ def test_every_section_link_of_the_chinese_notebooks_has_its_anchor():
 
 def test_the_chinese_notebooks_name_another_chapters_section_by_its_cell():
     """[..](07_masking.ipynb#slug) becomes [..](07_masking.ipynb#cell-id=<the heading's cell>) in notebooks/zh/: the
-    same heading (JupyterLab scrolls to that cell from the notebook's model, i18n.cross_chapter_links)."""
+    same heading (JupyterLab finds that cell in the notebook's model, i18n.cross_chapter_links)."""
     cells = i18n.heading_cells()
     found = 0
     for zh in sorted(i18n.ZH_NOTEBOOKS.glob("*.ipynb")):

@@ -10,8 +10,9 @@ Chromium through Playwright (no browser download). One server for every chapter 
   moving the slider and picking another drop-down value redraw the figure below them;
 * chapter 13 (the translator): Run All Cells, no error, the bertviz views draw their SVG, the
   ``explore`` controls redraw, and typing a sentence into the translator box translates it.
-* appendix C in Chinese (notebooks/zh/): a link to one of its sections and a link to a section of chapter 7
-  scroll the notebook (or open chapter 7) to the heading; in the English notebooks they do not (an expected
+* appendix C in Chinese (notebooks/zh/): a link to one of its sections scrolls to the heading, a link to a
+  section of chapter 7 opens chapter 7 (at its top: JupyterLab scrolls before laying the new notebook out) and,
+  clicked again, shows the section; in the English notebooks they do not (an expected
   failure: JupyterLab names headings by their text, the links use MyST's slugs).
 
 The browser console must stay free of errors and the server's log free of ERROR lines.
@@ -522,8 +523,8 @@ def _lands(page: Page, fragment: str, what: str) -> dict:
     "notebooks/ are the sources: their headings carry no anchor, and JupyterLab's own heading ids (the text with "
     "dashes: 'The-missing-transpose') are not MyST's slugs ('the-missing-transpose') that the links name")))])
 def test_section_links_land_on_their_heading(lab, browser, edition):
-    """Appendix C's links to its own sections and to chapter 7's: clicking one scrolls the notebook (or opens the
-    other notebook, scrolled) to the heading. The links name the English heading's MyST slug (what the site's
+    """Appendix C's links to its own sections and to chapter 7's: clicking one scrolls the notebook to the heading;
+    a link to chapter 7 opens it, and once it is open, shows the heading. The links name the English heading's MyST slug (what the site's
     sections are called). JupyterLab looks a fragment up as an element's data-jupyter-id (its sanitizer's name for
     an `id`); notebooks/zh/ give each linked heading <a id="english-slug"></a> (tools/i18n.py heading_anchors) and
     name another chapter's section by its cell (#cell-id=..., i18n.cross_chapter_links)."""

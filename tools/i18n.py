@@ -596,9 +596,11 @@ def translate_markdown(source: str, translations: dict, md=None) -> tuple[str, l
 #     data-jupyter-id (its sanitizer moves every `id` there): never a MyST slug, and in notebooks/zh/ Chinese;
 #   * a click on an in-page link `#x` scrolls to the element whose data-jupyter-id is anchor.hash without the `#`,
 #     percent-encoded as the browser gives it ("ε" arrives as "%CE%B5");
-#   * a link to another notebook opens it and calls setFragment as soon as its file has loaded: `#x` is then
-#     looked up in the rendered cells (none rendered yet: the notebook stays at its top), whereas
-#     `#cell-id=<id>` is found in the notebook's model and scrolled to.
+#   * a link to another notebook opens it (or brings its tab forward) and calls setFragment once its file has
+#     loaded: `#x` is looked up in the rendered cells only, `#cell-id=<id>` in the notebook's model (so it is
+#     found even where JupyterLab's windowing has not rendered the cell). Either way, when the click opens the
+#     notebook the scroll happens before its cells are laid out, and the notebook shows its top (seen in the
+#     test); once the notebook is open, a click on the link lands on the section.
 # So in notebooks/zh/ every heading that a link targets ends in `<a id="english-slug"></a>` (and the
 # percent-encoded id too when they differ; heading_anchors), and a link to another chapter's section names the
 # heading's cell: `07_masking.ipynb#cell-id=cell-17` (cross_chapter_links; cell ids are stable, nbformat 4.5).
@@ -679,9 +681,8 @@ def heading_cells(folder: Path = ROOT / "notebooks", md=None) -> dict[str, dict[
 
 def cross_chapter_links(text: str, cells: dict[str, dict[str, str]]) -> str:
     """Links to a section of another notebook, ``](NN_x.ipynb#slug)``, as ``](NN_x.ipynb#cell-id=<id>)``: JupyterLab
-    opens the notebook and scrolls to the cell whose id that is, from the notebook's model, whereas a fragment it
-    has to find in the rendered page (an id, a heading) is looked for before the new notebook's markdown is rendered,
-    and it stays at the top. A link whose section is unknown is left as it is."""
+    finds the cell whose id that is in the notebook's model, rendered or not, where a plain fragment is looked for
+    in the rendered cells only (see "section links" above). A link whose section is unknown is left as it is."""
     def cell_link(m):
         target, slug = m.group(1), m.group(2)
         cell = cells.get(target, {}).get(slug)
