@@ -77,7 +77,7 @@ def test_a_malformed_translation_is_caught(msgid, msgstr, problem):
 
 def test_a_well_formed_translation_passes():
     assert i18n.message_problems("**Misconception.** Call `f(x)` with $x$ ([ch. 3](03.ipynb)).",
-                                 "**常见误解。** 用 $x$ 调用 `f(x)`（[第 3 章](03.ipynb)）。") == []
+                                 "**常见误解**。用 $x$ 调用 `f(x)`（[第 3 章](03.ipynb)）。") == []
     assert i18n.message_problems("\n\\mathrm{out} = x\n", "\n\\mathrm{out} = x\n") == []  # a formula is its own
 
 
@@ -101,6 +101,194 @@ def test_a_message_without_the_glossarys_term_is_caught(tmp_path):
     problems = i18n.terminology_problems(tmp_path / "cat", rules)
     assert len(problems) == 1 and "'beam search' should be 束搜索" in problems[0] and "柱搜索" in problems[0]
     assert "beam search" in {t for t, _, _ in i18n.glossary_terms()}
+
+
+# -- locales/zh_CN/STYLE.md: punctuation, units, forbidden terms -------------------------------------------------
+
+NO_RULES: dict = {"exceptions": []}
+
+
+@pytest.mark.parametrize("rule, bad, good", [
+    ("percent", "BERT 选出 15 % 的词元。", "BERT 选出 15% 的词元。"),
+    ("percent", "BERT 选出 15％ 的词元。", "BERT 选出 15% 的词元。"),
+    ("space after punctuation", "**常见误解。** 后面的话。", "**常见误解**。后面的话。"),
+    ("space after punctuation", "*图：左图为损失。* 最初几步。", "*图：左图为损失*。最初几步。"),
+    ("space after punctuation", "见“Attention Is All You Need” {cite}`vaswani2017`。",
+     "见“Attention Is All You Need”{cite}`vaswani2017`。"),
+    ("space after punctuation", "第一句。 第二句，接着。", "第一句。第二句，接着。"),
+    ("space before punctuation", "一台 Mac ，好。", "一台 Mac，好。"),
+    ("ASCII quotes", '写下 "yes" 或 "no"。', "写下“yes”或“no”。"),
+    ("ASCII quotes", '所谓 "掩码" 就是张量。', "所谓“掩码”就是张量。"),
+    ("ASCII punctuation", "均值,标准差", "均值，标准差"),
+    ("ASCII punctuation", "层归一化(layer normalization)的作用", "层归一化（layer normalization）的作用"),
+    ("ASCII punctuation", "形状为(B, S, D)的张量", "形状为 (B, S, D) 的张量"),
+    ("exercise title", "**练习 3.1 — 完成演算**。写出 `x`。", "**练习 3.1：完成演算**。写出 `x`。"),
+    ("exercise title", "**练习 A.2 - 手写 patchify**。", "**练习 A.2：手写 patchify**。"),
+])
+def test_a_style_rule_catches_a_bad_example_and_passes_a_good_one(rule, bad, good):
+    found = i18n.style_problems("notebooks/x", "English.", bad, NO_RULES)
+    assert any(p.startswith(rule + ":") for p in found), found
+    assert "write" in found[0] and "found" in found[0]  # what to write instead, and where
+    assert i18n.style_problems("notebooks/x", "English.", good, NO_RULES) == []
+
+
+def test_the_exercise_instructions_have_one_wording():
+    english = "Each exercise has a cell for your answer (replace the `...`), a one-line check to run after it, " \
+              "and a worked solution folded under \"Show solution\". The checks use the shipped model."
+    good = "每道练习有三部分：一个供你作答的单元格（把其中的 `...` 换成你的答案），一行作答后运行的检查，" \
+           "以及一份折叠在“显示答案”下的完整解答。检查使用随包发布的模型。"
+    assert i18n.style_problems("notebooks/x", english, good, NO_RULES) == []
+    bad = "每道练习都有一个供你作答的单元格（替换其中的 `...`）、一行检查代码，以及折叠起来的详细解答。"
+    found = i18n.style_problems("notebooks/x", english, bad, NO_RULES)
+    assert len(found) == 1 and found[0].startswith("exercise instructions:") and "write" in found[0]
+    plain = "Each exercise has a cell for your answer, a one-line check, and a solution, folded away."
+    assert i18n.style_problems("notebooks/x", plain, good, NO_RULES)  # no `...` in the English: no parenthesis
+    assert i18n.style_problems("notebooks/x", plain, i18n.exercise_instructions(plain), NO_RULES) == []
+
+
+def test_a_formulas_english_words_are_caught_and_its_labels_pass():
+    english = "\nx_1 = \\mathrm{MultiHead}(y, y, y;\\ \\text{causal mask}),\\ d_\\text{model} = 512\n"
+    found = i18n.style_problems("notebooks/x", english, english, NO_RULES)
+    assert len(found) == 1 and found[0].startswith("formula text:") and "causal mask" in found[0]
+    chinese = english.replace("causal mask", "因果掩码")
+    assert i18n.style_problems("notebooks/x", english, chinese, NO_RULES) == []
+    label = "\nP(\\text{next} = w \\mid \\text{source})\n"  # one-word labels stay: not reported
+    assert i18n.style_problems("notebooks/x", label, label, NO_RULES) == []
+
+
+def test_the_style_rules_skip_code_math_link_targets_and_formulas():
+    text = ('调用 `f(a, b)` 或 `"s"`：$p(x, y) = 15 \\%$，见[第 3 章](03_x.ipynb#a,b)和 <a href="x">链接</a>，'
+            "https://example.org/a,b 也是。")
+    assert i18n.style_problems("notebooks/x", "Call f.", text, NO_RULES) == []
+    assert i18n.style_problems("notebooks/x", "\n\\text{a} , b\n", "\n\\text{遮蔽} ， b\n", NO_RULES) == []
+
+
+def test_a_style_rule_is_excused_only_for_the_listed_message():
+    rules = {"exceptions": [{"page": "notebooks/x", "rule": "ASCII quotes", "english": "Write the string",
+                             "why": "the quotes are part of the Python string the reader types"}]}
+    bad = '写下 "yes"。'
+    assert i18n.style_problems("notebooks/x", "Write the string \"yes\".", bad, rules) == []
+    assert i18n.style_problems("notebooks/y", "Write the string \"yes\".", bad, rules)
+    assert i18n.style_problems("notebooks/x", "Another message.", bad, rules)
+
+
+def test_a_page_that_mixes_unit_styles_is_reported():
+    mixed = [("BERT-base has 110M parameters.", "BERT-base 有 110M 个参数。"),
+             ("GPT-2 has 124 million.", "GPT-2 有 1.24 亿个参数。")]
+    found = i18n.unit_problems("notebooks/14_x", mixed, NO_RULES)
+    assert len(found) == 1 and "110M" in found[0] and "1.24 亿" in found[0] and "亿/万" in found[0]
+    same = [("BERT-base has 110M parameters.", "BERT-base 有 1.1 亿个参数。"), mixed[1],
+            ("Llama 2 7B and Qwen2.5-0.5B.", "Llama 2 7B 和 Qwen2.5-0.5B 的参数量。")]  # model names keep their size
+    assert i18n.unit_problems("notebooks/14_x", same, NO_RULES) == []
+    assert i18n.unit_problems("notebooks/14_x", [mixed[0]], NO_RULES) == []  # one style alone is consistent
+
+
+FORBIDDEN = {"forbidden": [
+    {"term": "stack", "never": ["栈"], "use": "堆叠", "unless_english": ["data structure"]},
+    {"term": "mask (the verb)", "never": ["屏蔽", "遮挡", "掩蔽"], "use": "遮蔽"},
+    {"term": "package", "never": ["软件包", "代码包", "本包"], "use": "包", "not_in": ["基本包", "笔记本包"]}],
+    "exceptions": [{"page": "notebooks/x", "term": "mask (the verb)", "english": "Occlusion",
+                    "why": "an object hidden behind another in an image (遮挡), not a mask"}]}
+
+
+@pytest.mark.parametrize("english, bad, good", [
+    ("The encoder stack.", "编码器栈。", "编码器堆叠。"),
+    ("A mask blocks the future.", "掩码屏蔽了未来。", "掩码遮蔽了未来。"),
+    ("A mask hides it.", "掩码遮挡了它。", "掩码遮蔽了它。"),
+    ("The package's encoder.", "本包的编码器。", "本书的包的编码器。"),
+    ("The package ships it.", "随软件包发布。", "随包发布。"),
+    ("The package ships it.", "随代码包发布。", "随 `transformer_lite` 包发布。"),
+])
+def test_a_forbidden_term_is_caught_and_the_styles_term_passes(english, bad, good):
+    found = i18n.forbidden_problems("notebooks/y", english, bad, FORBIDDEN)
+    assert len(found) == 1 and "never" in found[0] and bad[:60] in found[0]
+    assert i18n.forbidden_problems("notebooks/y", english, good, FORBIDDEN) == []
+
+
+def test_a_forbidden_form_is_allowed_where_the_english_or_an_exception_says_so():
+    assert i18n.forbidden_problems("notebooks/y", "A stack, the data structure.", "栈这种数据结构。", FORBIDDEN) == []
+    assert i18n.forbidden_problems("notebooks/y", "It basically includes.", "它基本包括两部分，笔记本包含代码。",
+                                   FORBIDDEN) == []
+    assert i18n.forbidden_problems("notebooks/x", "Occlusion in images.", "图像中的遮挡。", FORBIDDEN) == []
+    assert i18n.forbidden_problems("notebooks/y", "Occlusion in images.", "图像中的遮挡。", FORBIDDEN)
+
+
+def test_the_terminology_file_forbids_the_styles_rejected_forms():
+    rules = i18n.load_rules()
+    never = {r["term"]: set(r["never"]) for r in rules["forbidden"]}
+    assert never["stack"] == {"栈"} and never["mask (the verb)"] >= {"屏蔽", "遮挡", "掩蔽"}
+    assert never["package"] >= {"软件包", "代码包", "本包"}
+    assert all(x.get("why") and ("term" in x or "rule" in x) for x in rules["exceptions"])
+    assert {x["rule"] for x in rules["exceptions"] if "rule" in x} <= set(i18n.RULE_NAMES)
+
+
+def test_check_reports_style_problems_with_page_and_paragraph(tmp_path):
+    pot_dir, cat_dir = tmp_path / "pot", tmp_path / "cat"
+    for d in (pot_dir / "notebooks", cat_dir / "notebooks"):
+        d.mkdir(parents=True)
+    pot, po = polib.POFile(), polib.POFile()
+    for msgid, msgstr in (("BERT masks 15 % of tokens.", "BERT 遮蔽 15 % 的词元。"), ("Fine.", "很好。"),
+                          ("It has 110M.", "它有 110M 个。"), ("It has 124 million.", "它有 1.24 亿个。")):
+        pot.append(polib.POEntry(msgid=msgid))
+        po.append(polib.POEntry(msgid=msgid, msgstr=msgstr))
+    pot.save(str(pot_dir / "notebooks" / "x.pot"))
+    po.save(str(cat_dir / "notebooks" / "x.po"))
+    rules = tmp_path / "rules.yml"
+    rules.write_text("exceptions: []\n", encoding="utf-8")
+    problems = i18n.check(pot_dir, catalogs=cat_dir, rules=rules)
+    assert len(problems) == 2 and all(p.startswith("notebooks/x: ") for p in problems)
+    assert any("percent" in p and "15%" in p and "BERT masks" in p for p in problems)
+    assert any("units" in p and "110M" in p for p in problems)
+
+
+@pytest.mark.parametrize("english, before, after", [
+    ("**Misconception.** It is so.", "**常见误解。** 是这样。", "**常见误解**。是这样。"),
+    ("*Figure: the loss.* Then it drops.", "*图：损失。* 然后下降。", "*图：损失*。然后下降。"),
+    ("BERT masks 15 % of them.", "BERT 遮蔽其中 15 % 的词元，而不是 15％。", "BERT 遮蔽其中 15% 的词元，而不是 15%。"),
+    ("See \"Attention Is All You Need\" {cite}`vaswani2017`.", "见“Attention Is All You Need” {cite}`vaswani2017`。",
+     "见“Attention Is All You Need”{cite}`vaswani2017`。"),
+    ("Write \"yes\" or \"no\", not `\"maybe\"`.", '写下 "yes" 或 "no"，而不是 `"maybe"`。', "写下“yes”或“no”，而不是 `\"maybe\"`。"),
+    ("*\"It is tired.\"* (the animal)", "*“它累了。”* （那只动物）", "*“它累了。”*（那只动物）"),
+    ("A Mac.", "一台 Mac ，好。", "一台 Mac，好。"),
+    ("**Exercise 3.1 — Finish the sum.** Write `x`.", "**练习 3.1 — 完成演算。** 写出 `x`。", "**练习 3.1：完成演算**。写出 `x`。"),
+    ("**Exercise 7.3 — Bug hunt: the decoder that peeks.** Find it.", "**练习 7.3 — 排错：偷看的解码器。** 找出它。",
+     "**练习 7.3：找 bug——偷看的解码器**。找出它。"),
+    ("Each exercise has a cell for your answer (replace the `...`), a one-line check to run after it, and a "
+     "worked solution folded under \"Show solution\". The checks know the answer.",
+     "每道练习都有一个供你作答的单元格（替换 `...`）、一行检查代码，以及折叠起来的详细解答。检查知道答案。",
+     "每道练习有三部分：一个供你作答的单元格（把其中的 `...` 换成你的答案），一行作答后运行的检查，"
+     "以及一份折叠在“显示答案”下的完整解答。检查知道答案。"),
+])
+def test_fix_style_makes_the_mechanical_fixes(english, before, after):
+    assert i18n.style_problems("notebooks/x", english, before, NO_RULES)
+    assert i18n.fix_style(english, before) == after
+    assert i18n.style_problems("notebooks/x", english, after, NO_RULES) == []
+    assert i18n.message_problems(english, after) == []
+    assert i18n.fix_style(english, after) == after  # nothing left to fix
+
+
+def test_fix_style_leaves_what_needs_a_translator():
+    assert i18n.fix_style("Shapes.", "形状(B, S)，掩码屏蔽了它。") == "形状(B, S)，掩码屏蔽了它。"
+    code = '写下 `"vit"`、`f(a, b)`、$15 %$，见[第 3 章](03.ipynb#a "b")。'
+    assert i18n.fix_style("Write `\"vit\"`, `f(a, b)`, $15 %$.", code) == code
+    # the one wording would drop the English's `None`: the code spans would differ, so that fix is not made
+    english = "Each exercise has a cell for your answer (`...` or `None`), a one-line check to run after it."
+    before = "每道练习都有一个供你作答的单元格（`...` 或 `None`）和一行检查。"
+    assert i18n.fix_style(english, before) == before
+
+
+def test_fix_catalogs_rewrites_only_what_it_fixes(tmp_path):
+    cat = tmp_path / "cat" / "notebooks"
+    cat.mkdir(parents=True)
+    po = polib.POFile()
+    po.append(polib.POEntry(msgid="**Misconception.** It is so.", msgstr="**常见误解。** 是这样。"))
+    po.append(polib.POEntry(msgid="Fine.", msgstr="很好。"))
+    po.append(polib.POEntry(msgid="\n\\text{a} = 15 \\%\n", msgstr="\n\\text{甲} = 15 \\%\n"))
+    po.save(str(cat / "x.po"))
+    assert i18n.fix_catalogs(tmp_path / "cat") == {"notebooks/x": 1}
+    assert [e.msgstr for e in polib.pofile(str(cat / "x.po"))] == ["**常见误解**。是这样。", "很好。",
+                                                                    "\n\\text{甲} = 15 \\%\n"]
+    assert i18n.fix_catalogs(tmp_path / "cat") == {}
 
 
 def test_translate_markdown_keeps_every_block_in_place():

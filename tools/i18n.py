@@ -7,7 +7,9 @@
                                    # catalogs locales/zh_CN/code/notebooks/*.po (as code-update)
     python tools/i18n.py code-update  # the code catalogs alone (no Sphinx run: about 2 s)
     python tools/i18n.py check     # extract, then list every message, prose or code, that is missing, untranslated,
-                                   # fuzzy or malformed (exit 1 if any)
+                                   # fuzzy, malformed, against locales/zh_CN/STYLE.md's punctuation and units, or not
+                                   # in terminology.yml's terms (exit 1 if any)
+    python tools/i18n.py fix [PAGE...] # STYLE.md's mechanical fixes in the catalogs (fix_style); check lists the rest
     python tools/i18n.py notebooks # write notebooks/zh/*.ipynb: the notebooks with their markdown in Chinese, their
                                    # code's comments and figure strings in Chinese, `setup(..., language="zh")`
                                    # and the solutions' toggles in Chinese, for Jupyter and Colab
@@ -166,22 +168,29 @@ def kept_in_english(page: str, msgid: str) -> bool:
     return page == "book/glossary" and (bool(re.fullmatch(r"\*\*[^*]+\*\*", msgid)) or msgid in SHAPE_LETTERS)
 
 
-def check(pot_dir: Path = POT, catalogs: Path = CATALOGS) -> list[str]:
-    """Every message of every page translated, not fuzzy, well formed; each problem names page and paragraph."""
+def check(pot_dir: Path = POT, catalogs: Path = CATALOGS, rules: Path | None = None) -> list[str]:
+    """Every message of every page translated, not fuzzy, well formed and in STYLE.md's punctuation and units
+    (style_problems, unit_problems; ``rules``: terminology.yml, for its exceptions); each problem names page and
+    paragraph."""
     import polib
 
-    problems = []
+    problems, config = [], load_rules(rules or TERMINOLOGY)
     for page, pot in pages(pot_dir).items():
         po_path = catalogs / f"{page}.po"
         if not po_path.exists():
             problems.append(f"{page}: no catalog {po_path} (run `python tools/i18n.py update`)")
             continue
         po = {e.msgid: e for e in polib.pofile(str(po_path)) if not e.obsolete}
+        done = []
         for entry in polib.pofile(str(pot)):
             e = po.get(entry.msgid)
             found = ["missing: a new or changed English paragraph"] if e is None else \
                 message_problems(e.msgid, e.msgstr, "fuzzy" in e.flags, kept_in_english(page, e.msgid))
+            if e is not None and e.msgstr and "fuzzy" not in e.flags:
+                found += style_problems(page, e.msgid, e.msgstr, config)
+                done.append((e.msgid, e.msgstr))
             problems += [f"{page}: {p}: {entry.msgid[:100]!r}" for p in found]
+        problems += [f"{page}: {p}" for p in unit_problems(page, done, config)]
     return problems
 
 
@@ -273,26 +282,61 @@ def glossary_terms() -> list[tuple[str, list[str], list[str]]]:
     return terms
 
 
-def terminology_problems(catalogs: Path = CATALOGS, rules: Path = TERMINOLOGY) -> list[str]:
-    """Every message whose English uses a glossary term and whose Chinese has none of that term's Chinese forms.
-
-    ``rules`` (YAML) lists, per term, the other forms that count (``aliases``: e.g. 注意力 inside 自注意力) and
-    the messages excused, each with its reason (``exceptions``: page, the start of the English, term)."""
-    import polib
+def load_rules(rules: Path = TERMINOLOGY) -> dict:
+    """terminology.yml: ``aliases``, ``forbidden`` (Chinese forms never used for a term) and ``exceptions``."""
     import yaml
 
-    config = yaml.safe_load(rules.read_text(encoding="utf-8")) if rules.exists() else {}
+    return (yaml.safe_load(rules.read_text(encoding="utf-8")) if rules.exists() else None) or {}
+
+
+def excused(rules: dict, page: str, msgid: str, kind: str, name: str) -> bool:
+    """Whether terminology.yml's ``exceptions`` excuse one message of ``page`` from one check: ``kind`` is "term"
+    (a glossary or forbidden term) or "rule" (one of RULE_NAMES); the entry names the start of the English."""
+    return any(x.get("page") == page and x.get(kind) == name and msgid.startswith(x.get("english", "\0"))
+               for x in rules.get("exceptions") or [])
+
+
+def forbidden_problems(page: str, msgid: str, msgstr: str, rules: dict) -> list[str]:
+    """The Chinese forms STYLE.md rules out for a term (terminology.yml ``forbidden``): 栈 for "stack" (unless the
+    English speaks of the data structure), 屏蔽 / 遮挡 / 掩蔽 for the verb "mask", 软件包 / 代码包 / 本包 for
+    "package". Words that merely contain a form (基本包括, 笔记本包含) are listed under ``not_in``."""
+    out = []
+    for rule in rules.get("forbidden") or []:
+        text = msgstr
+        for word in rule.get("not_in") or []:
+            text = text.replace(word, " ")
+        found = [f for f in rule["never"] if f in text]
+        if not found or any(u.lower() in msgid.lower() for u in rule.get("unless_english") or []):
+            continue
+        if excused(rules, page, msgid, "term", rule["term"]):
+            continue
+        out.append(f"{page}: {rule['term']!r} is {rule['use']}, never {' / '.join(found)}: "
+                   f"{msgid[:60]!r} -> {msgstr[:60]!r}")
+    return out
+
+
+def terminology_problems(catalogs: Path = CATALOGS, rules: Path = TERMINOLOGY) -> list[str]:
+    """Every message whose English uses a glossary term and whose Chinese has none of that term's Chinese forms,
+    and every message that uses a form terminology.yml forbids (``forbidden_problems``; the glossary included).
+
+    ``rules`` (YAML) lists, per term, the other forms that count (``aliases``: e.g. 注意力 inside 自注意力), the
+    forms never used (``forbidden``) and the messages excused, each with its reason (``exceptions``: page, the
+    start of the English, term)."""
+    import polib
+
+    config = load_rules(rules)
     aliases = config.get("aliases") or {}
-    excused = {(x["page"], x["term"], x["english"]) for x in config.get("exceptions") or []}
+    excused = {(x["page"], x["term"], x["english"]) for x in config.get("exceptions") or [] if "term" in x}
     terms = glossary_terms()
     known = {t for t, _, _ in terms}
     problems = [f"{rules.name}: {t!r} is not a glossary term" for t in aliases if t not in known]
     for po_path in sorted(catalogs.rglob("*.po")):
         page = str(po_path.relative_to(catalogs).with_suffix(""))
-        if page == "book/glossary":  # the glossary itself names every term in both languages
-            continue
         for e in polib.pofile(str(po_path)):
             if e.obsolete or not e.msgstr:
+                continue
+            problems += forbidden_problems(page, e.msgid, e.msgstr, config)
+            if page == "book/glossary":  # the glossary itself names every term in both languages
                 continue
             if is_display_math(e.msgid):  # a formula is its own translation
                 continue
@@ -310,6 +354,168 @@ def terminology_problems(catalogs: Path = CATALOGS, rules: Path = TERMINOLOGY) -
                     continue
                 problems.append(f"{page}: {term!r} should be {' / '.join(zhs)}: {e.msgid[:80]!r} -> {e.msgstr[:60]!r}")
     return problems
+
+
+# -- style: the punctuation and the units of locales/zh_CN/STYLE.md ----------------------------------------------
+# Each rule reads a message's Chinese without its code spans, formulas, roles, HTML tags and link targets (each
+# replaced by HOLE, which is neither a space nor a letter nor punctuation), so `a, b` or $f(x)$ never trips it.
+
+HOLE = "\ue000"
+_H = r"[\u3400-\u9fff]"  # a Chinese character
+_STOPS = "，。：；！？、"  # full-width punctuation that a space must neither follow nor precede
+_CLOSE = _STOPS + "）》」』”"  # ... and the closing brackets and quotes, which a space must not follow
+STYLE_RULES = {  # name: (pattern, what is wrong and what to write instead)
+    "percent": (re.compile(r"\d(?:[ \u00a0]+[%％]|％)"),
+                "a space before %, or a full-width ％: write 15% (no space, half-width %)"),
+    "space after punctuation": (re.compile(f"[{_CLOSE}][*_]*[ \u00a0]+(?=[^ \u00a0])"),
+                                "a space after full-width punctuation: write 。后面 (no space); after bold or italic "
+                                "put the punctuation outside the markers, **常见误解**。后面, since **常见误解。**后面 "
+                                "does not render as bold"),
+    "space before punctuation": (re.compile(f"(?<=[^ \u00a0\\n{HOLE}])[ \u00a0]+[*_]*[{_STOPS}]"),
+                                 "a space before full-width punctuation: write Mac，好 (no space)"),
+    "ASCII quotes": (re.compile(r'"[^"\n]*"'),
+                     "ASCII quotes in a Chinese message: write “…” (full-width), around English words too"),
+    "ASCII punctuation": (re.compile(f"(?<={_H})[ ]?[,;:!?][ ]?(?={_H})|(?<={_H})\\((?=[^)]*\\))|"
+                                     f"\\)(?={_H})"),
+                          "ASCII , ; : ! ? ( ) next to Chinese characters: write ，；：！？（ ） (a shape such as "
+                          "(B, S, D) keeps its ASCII parentheses, with a space before it)"),
+    "exercise title": (re.compile(r"练习\s*[0-9A-Z]+\.\d+\s*(?:[—–-]+|:)"),
+                       "an exercise title with a dash or ASCII colon: write 练习 3.1：标题 (full-width colon)"),
+}
+# Counts written with Chinese units (1.1 亿, 6300 万) or with Latin ones (110M, 1.5B): one style per page. A model's
+# name keeps its size (Llama 2 7B, Qwen2.5-0.5B): MODEL_NAME is removed first.
+UNITS_ZH = re.compile(r"\d+(?:\.\d+)?\s*[亿万](?!一)")
+UNITS_EN = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?\s?[MB](?![\w-])")
+MODEL_NAME = re.compile(r"[A-Za-z][\w.]*(?:[ -]\d[\d.]*)?[ -]\d+(?:\.\d+)?[MB](?![\w-])")
+
+
+# every rule a terminology.yml exception may name under `rule:`
+RULE_NAMES = (*STYLE_RULES, "exercise instructions", "formula text", "units")
+# \text{…} in a display formula (its own message): words are translated (\text{因果掩码}), labels are not
+FORMULA_TEXT = re.compile(r"\\text\{([^{}]*)\}")
+
+
+# The exercises' instructions, one wording for every variant of the English "Each exercise has a cell for your
+# answer, a one-line check to run after it, and a (worked) solution folded ..." (the parenthesis only where the
+# English names the `...` to replace); a chapter may add sentences after it.
+EXERCISE_INSTRUCTIONS = "每道练习有三部分：一个供你作答的单元格{}，一行作答后运行的检查，以及一份折叠在“显示答案”下的完整解答。"
+EXERCISE_BLANK = "（把其中的 `...` 换成你的答案）"
+
+
+def exercise_instructions(msgid: str) -> str | None:
+    """The Chinese the exercises' instructions must start with, or None if ``msgid`` is not those instructions."""
+    if not msgid.startswith("Each exercise has"):
+        return None
+    return EXERCISE_INSTRUCTIONS.format(EXERCISE_BLANK if "`...`" in msgid else "")
+
+
+def _style_text(text: str) -> str:
+    for rx in (ROLE, CODE, MATH, TAG):  # a role before the code span that ends it
+        text = rx.sub(HOLE, text)
+    return re.sub(r"https?://\S+", HOLE, LINK.sub("]" + HOLE, text))
+
+
+def style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None) -> list[str]:
+    """What one translation does against STYLE.md's punctuation rules (STYLE_RULES), each with the text found and
+    what to write instead; a message listed in terminology.yml's ``exceptions`` under ``rule`` is excused."""
+    rules = load_rules() if rules is None else rules
+    if is_display_math(msgid):  # a formula: its words in \text{…} are translated, its symbols are not
+        words = [t for t in FORMULA_TEXT.findall(msgstr) if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", t)]
+        if words and not excused(rules, page, msgid, "rule", "formula text"):
+            return [f"formula text: English words in a formula: write them in Chinese, e.g. \\text{{因果掩码}} for "
+                    f"\\text{{causal mask}} (a symbol's label such as d_\\text{{model}} stays); found {words[:3]}"]
+        return []
+    if not HAN.search(msgstr):
+        return []
+    text, out = _style_text(msgstr), []
+    for name, (rx, advice) in STYLE_RULES.items():
+        found = [m.group(0) for m in rx.finditer(text)]
+        if found and not excused(rules, page, msgid, "rule", name):
+            shown = ", ".join(repr(text[max(0, m.start() - 6):m.end() + 6].replace(HOLE, "…"))
+                              for m in list(rx.finditer(text))[:3])
+            out.append(f"{name}: {advice}; found {shown}")
+    wording = exercise_instructions(msgid)
+    if wording and not msgstr.startswith(wording) and not excused(rules, page, msgid, "rule", "exercise instructions"):
+        out.append(f"exercise instructions: not the one wording; write {wording!r} (then any sentences of this page)")
+    return out
+
+
+def unit_problems(page: str, messages: list[tuple[str, str]], rules: dict | None = None) -> list[str]:
+    """A page that writes counts both with 亿/万 and with M/B (``messages``: its (msgid, msgstr) pairs)."""
+    rules = load_rules() if rules is None else rules
+    zh, en = [], []
+    for msgid, msgstr in messages:
+        if is_display_math(msgid) or excused(rules, page, msgid, "rule", "units"):
+            continue
+        text = MODEL_NAME.sub(HOLE, _style_text(msgstr))
+        zh += UNITS_ZH.findall(text)
+        en += UNITS_EN.findall(text)
+    if zh and en:
+        return [f"units: counts written both as {', '.join(dict.fromkeys(zh))} and as {', '.join(dict.fromkeys(en))}"
+                f" on one page: use 亿/万 in prose throughout (1.1 亿, 1.24 亿)"]
+    return []
+
+
+def fix_style(msgid: str, msgstr: str) -> str:
+    """``msgstr`` with STYLE.md's mechanical fixes: a bold or italic lead-in's full-width punctuation moved
+    outside the markers with the space after it dropped (**常见误解。** 后面 -> **常见误解**。后面), other spaces
+    around full-width punctuation dropped, 15 % -> 15%, ASCII "…" -> “…”, ”␣{cite} -> ”{cite}, an exercise
+    title's dash -> 练习 N.M：(its own colon -> ——), and the exercises' one instruction wording. Code spans,
+    formulas, roles, tags and link targets are left alone, and a fix that would change what the message renders
+    or its code, math or links is not made. Terms and units need a translator."""
+    def prose(text: str) -> str:  # the fixes of the text outside code, math, roles, tags and link targets
+        text = re.sub(r"([。：？！])\*\*[ \u00a0]", r"**\1", text)
+        text = re.sub(r"([。？])\*(?!\*)[ \u00a0]", r"*\1", text)
+        text = re.sub(r"(\d)[ \u00a0]*[%％]|(\d)％", lambda m: (m.group(1) or m.group(2)) + "%", text)
+        if text.count('"') % 2 == 0:  # ASCII quotes -> “…”, which take no space on either side
+            text = re.sub(r'[ \u00a0]*"([^"\n]*)"[ \u00a0]*', r"“\1”", text)
+        text = re.sub(f"([{_CLOSE}])([*_]*)[ \u00a0]+(?=\\S)", r"\1\2", text)
+        return re.sub(f"(?<=\\S)[ \u00a0]+([*_]*[{_STOPS}])", r"\1", text)
+
+    protected = re.compile("|".join(f"(?:{rx.pattern})" for rx in (ROLE, CODE, MATH, TAG))
+                           + r"|\]\([^)\s]+\)|https?://\S+")
+    pieces, at = [], 0
+    for m in protected.finditer(msgstr):
+        pieces += [prose(msgstr[at:m.start()]), m.group(0)]
+        at = m.end()
+    out = "".join(pieces + [prose(msgstr[at:])])
+    out = re.sub(r"” (\{[a-z:]+\}`)", r"”\1", out)  # a citation right after a closing quote
+
+    def title(m: re.Match) -> str:
+        head, rest = m.group(1), m.group(2)
+        return f"**练习 {head}：" + rest.replace("：", "——", 1)
+    out = re.sub(r"\*\*练习 ([0-9A-Z]+\.\d+)\s*[—–-]+\s*([^*]*)", title, out)
+    if re.match(r"\*\*Exercise \S+ [—–-] Bug hunt", msgid):  # one name for the bug hunts: 找 bug
+        out = re.sub(r"(\*\*练习 [0-9A-Z]+\.\d+：)(?:找错|排错|捉虫)——", r"\1找 bug——", out)
+    wording = exercise_instructions(msgid)
+    if wording and not out.startswith(wording) and "。" in out:
+        out = wording + out.split("。", 1)[1]
+    if out != msgstr and set(message_problems(msgid, out)) - set(message_problems(msgid, msgstr)):
+        return msgstr
+    return out
+
+
+def fix_catalogs(catalogs: Path = CATALOGS, pages: list[str] | None = None) -> dict[str, int]:
+    """Apply ``fix_style`` to every translated message of ``pages`` (default: every catalog); {page: messages
+    changed}. Run ``check`` afterwards: what remains needs a translator."""
+    import polib
+
+    changed = {}
+    for po_path in sorted(catalogs.rglob("*.po")):
+        page = str(po_path.relative_to(catalogs).with_suffix(""))
+        if pages is not None and page not in pages:
+            continue
+        po, n = polib.pofile(str(po_path), wrapwidth=0), 0
+        for e in po:
+            if e.obsolete or not e.msgstr or is_display_math(e.msgid):
+                continue
+            new = fix_style(e.msgid, e.msgstr)
+            if new != e.msgstr:
+                e.msgstr, n = new, n + 1
+        if n:
+            po.save(str(po_path))
+            changed[page] = n
+    return changed
 
 
 # -- the Chinese notebooks (notebooks/zh/): the English notebooks with their markdown translated ------------
@@ -964,7 +1170,8 @@ def update(pot_dir: Path = POT) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=["extract", "update", "code-update", "check", "notebooks", "package"])
+    ap.add_argument("command", choices=["extract", "update", "code-update", "check", "notebooks", "package", "fix"])
+    ap.add_argument("pages", nargs="*", help="fix: the pages to fix, e.g. notebooks/07_masking (default: all)")
     args = ap.parse_args(argv)
     if args.command == "package":
         sys.path.insert(0, str(ROOT / "tools"))
@@ -980,6 +1187,10 @@ def main(argv=None) -> int:
     if args.command == "code-update":
         print(f"updated {len(code_update())} code catalogs in {CODE_CATALOGS.relative_to(ROOT)}/notebooks/")
         return 0
+    if args.command == "fix":
+        for page, n in fix_catalogs(pages=args.pages or None).items():
+            print(f"{page}: {n} message(s) fixed")
+        return 0
     if args.command == "notebooks":
         print(f"wrote {len(write_notebooks())} notebooks into {ZH_NOTEBOOKS.relative_to(ROOT)}/")
         return 0
@@ -987,7 +1198,7 @@ def main(argv=None) -> int:
     if args.command == "update":
         update(pot)
     if args.command == "check":
-        problems = check(pot) + code_check()
+        problems = check(pot) + terminology_problems() + code_check()
         for p in problems:
             print(p)
         print(f"{len(problems)} problem(s) in {len(pages(pot))} pages")
