@@ -147,6 +147,8 @@ def message_problems(msgid: str, msgstr: str, fuzzy: bool = False, may_stay_engl
     out = ["fuzzy: the English changed since it was translated"] if fuzzy else []
     for name, rx in (("code spans", CODE), ("math", MATH), ("link targets", LINK), ("roles", ROLE)):
         a, b = sorted(rx.findall(msgid)), sorted(rx.findall(msgstr))
+        if name == "math":  # the words in a formula's \text{…} are translated (STYLE.md), its symbols are not
+            a, b = (sorted(FORMULA_TEXT.sub(r"\\text{}", m) for m in x) for x in (a, b))
         if a != b:
             out.append(f"{name} differ from the English: {sorted(set(a) ^ set(b))}")
     if is_display_math(msgid):
@@ -425,6 +427,11 @@ def style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None
             return [f"formula text: English words in a formula: write them in Chinese, e.g. \\text{{因果掩码}} for "
                     f"\\text{{causal mask}} (a symbol's label such as d_\\text{{model}} stays); found {words[:3]}"]
         return []
+    inline = [t for m in MATH.findall(msgstr) for t in FORMULA_TEXT.findall(m)
+              if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", t)]
+    if inline and HAN.search(msgstr) and not excused(rules, page, msgid, "rule", "formula text"):
+        return [f"formula text: English words in an inline formula: write them in Chinese, e.g. \\text{{批大小}} for "
+                f"\\text{{batch size}} (a symbol's label such as \\mu_{{\\text{{batch}}}} stays); found {inline[:3]}"]
     if not HAN.search(msgstr):
         return []
     text, out = _style_text(msgstr), []
@@ -579,21 +586,29 @@ def translate_markdown(source: str, translations: dict, md=None) -> tuple[str, l
     return text, missing
 
 
-# -- in-page anchors: the English headings' slugs, kept in the Chinese notebooks --------------------------------
+# -- section links in the Chinese notebooks: anchors and cell ids --------------------------------------------
 # The chapters link to sections by MyST's slug of the English heading ([...](#the-math), [...](07_masking.ipynb#x);
-# myst_heading_anchors: 3), which is what the site's sections are called. Jupyter names headings otherwise:
-# JupyterLab 4 (@jupyterlab/rendermime's headerAnchors) gives a heading the id "its text with spaces turned into
-# -" (case and punctuation kept: "The-math"), stored as data-jupyter-id since its sanitizer keeps no `id`; a
-# link `#x` is looked up (Notebook.setFragment, a "legacy" fragment) as the element whose data-jupyter-id is x,
-# heading or not. So in notebooks/zh/, whose headings are Chinese, every heading that a link of the book targets
-# gets an empty `<a id="english-slug"></a>` at the end of its line (heading_anchors): the sanitizer turns its id
-# into data-jupyter-id, and both in-page and cross-chapter links (JupyterLab opens the other notebook and applies
-# the fragment) land on it, with the links themselves unchanged (tools/i18n.py check still compares the
-# catalogs' link targets with the English). The site is built from the English sources and the catalogs, so it
-# never sees these tags. Colab: anchor links to headings or to `<a id>`/`<a name>` do not scroll there; only
-# `#scrollTo=<cell id>` does (googlecolab/colabtools issue 3983, open since 2023: "the only anchor links that
-# work are the ones that reference cell ids"). Colab cannot be reached from this machine, so the anchors are
-# tested in JupyterLab only (tests/test_jupyterlab.py).
+# myst_heading_anchors: 3), which is what the site's sections are called; the site is built from the English
+# sources and the catalogs (tools/i18n.py check keeps a msgstr's link targets equal to its msgid's), so it never
+# sees what follows, which is done to notebooks/zh/ only. What JupyterLab 4.6 does (read in .venv's
+# share/jupyter/lab/static, @jupyterlab/rendermime and @jupyterlab/notebook):
+#   * a heading's id is "its text with spaces turned into -" (case and punctuation kept: "The-math"), stored as
+#     data-jupyter-id (its sanitizer moves every `id` there): never a MyST slug, and in notebooks/zh/ Chinese;
+#   * a click on an in-page link `#x` scrolls to the element whose data-jupyter-id is anchor.hash without the `#`,
+#     percent-encoded as the browser gives it ("ε" arrives as "%CE%B5");
+#   * a link to another notebook opens it (or brings its tab forward) and calls setFragment once its file has
+#     loaded: `#x` is looked up in the rendered cells only, `#cell-id=<id>` in the notebook's model (so it is
+#     found even where JupyterLab's windowing has not rendered the cell). Either way, when the click opens the
+#     notebook the scroll happens before its cells are laid out, and the notebook shows its top (seen in the
+#     test); once the notebook is open, a click on the link lands on the section.
+# So in notebooks/zh/ every heading that a link targets ends in `<a id="english-slug"></a>` (and the
+# percent-encoded id too when they differ; heading_anchors), and a link to another chapter's section names the
+# heading's cell: `07_masking.ipynb#cell-id=cell-17` (cross_chapter_links; cell ids are stable, nbformat 4.5).
+# tests/test_jupyterlab.py clicks both kinds. The English notebooks are the sources, edited by hand, and carry no
+# anchors: their section links work on the site but not in JupyterLab (the test's English case is an expected
+# failure). Colab: links to headings or to `<a id>`/`<a name>` do not scroll there at all; only
+# `#scrollTo=<cell id>` does (googlecolab/colabtools issue 3983, open since 2023: "the only anchor links that work
+# are the ones that reference cell ids"). Colab cannot be reached from this machine and is not tested.
 
 
 def heading_slugs(cells: list[dict], md=None) -> list[list[str | None]]:
@@ -645,8 +660,35 @@ def heading_anchors(text: str, slugs: list[str | None], wanted: set[str], md=Non
         raise ValueError(f"{len(headings)} headings in the translation, {len(slugs)} in the English: {text[:80]!r}")
     for tok, slug in zip(headings, slugs):
         if slug in wanted and tok.map:
-            lines[tok.map[0]] = lines[tok.map[0]].rstrip() + f'<a id="{slug}"></a>'
+            # a link's fragment reaches JupyterLab percent-encoded (anchor.hash): "ε" as "%CE%B5"
+            encoded = md.normalizeLink("#" + slug)[1:]
+            ids = [slug] + ([encoded] if encoded != slug else [])
+            lines[tok.map[0]] = lines[tok.map[0]].rstrip() + "".join(f'<a id="{i}"></a>' for i in ids)
     return "\n".join(lines)
+
+
+def heading_cells(folder: Path = ROOT / "notebooks", md=None) -> dict[str, dict[str, str]]:
+    """{notebook file name: {heading slug: id of the cell that holds the heading}}."""
+    import json
+
+    out = {}
+    for path in sorted(folder.glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        out[path.name] = {s: cell["id"] for cell, slugs in zip(cells, heading_slugs(cells, md)) for s in slugs
+                          if s and "id" in cell}
+    return out
+
+
+def cross_chapter_links(text: str, cells: dict[str, dict[str, str]]) -> str:
+    """Links to a section of another notebook, ``](NN_x.ipynb#slug)``, as ``](NN_x.ipynb#cell-id=<id>)``: JupyterLab
+    finds the cell whose id that is in the notebook's model, rendered or not, where a plain fragment is looked for
+    in the rendered cells only (see "section links" above). A link whose section is unknown is left as it is."""
+    def cell_link(m):
+        target, slug = m.group(1), m.group(2)
+        cell = cells.get(target, {}).get(slug)
+        return f"]({target}#cell-id={cell})" if cell else m.group(0)
+
+    return re.sub(r"\]\(([\w.-]+\.ipynb)#([^)\s]+)\)", cell_link, text)
 
 
 def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
@@ -663,12 +705,13 @@ def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
     nb = json.loads(path.read_text(encoding="utf-8"))
     md, missing = md or _markdown_parser(), []
     code = code_translations(path)
-    wanted = link_targets().get(path.name, set())
+    wanted, cells = link_targets().get(path.name, set()), heading_cells(md=md)
     for cell, slugs in zip(nb["cells"], heading_slugs(nb["cells"], md)):
         if cell["cell_type"] == "markdown":
             text, miss = translate_markdown("".join(cell["source"]), catalog, md)
             missing += miss
-            cell["source"] = _lines(heading_anchors(text, slugs, wanted, md) if slugs else text)
+            text = cross_chapter_links(heading_anchors(text, slugs, wanted, md) if slugs else text, cells)
+            cell["source"] = _lines(text)
         else:
             chinese_toggles(cell)
             text, _ = code_translated("".join(cell["source"]), code)  # untranslated ones: `check` lists them
@@ -738,8 +781,8 @@ def write_notebooks() -> list[Path]:
 #       `(B, T, D)`, formulas like `h_{-1} = 0`) and commented-out code (the text parses as Python and holds `=`
 #       or `(`).
 #   msgctxt "figure": the string literals a figure shows, found with the AST: every string argument (also inside
-#       a list, a tuple or an `a if c else b`) of a call to FIGURE_CALLS, and the keyword arguments FIGURE_KEYWORDS
-#       of any call. The msgid is the literal's source text between its quotes (escapes as written; an f-string's
+#       a list, a tuple or an `a if c else b`) of a call to FIGURE_CALLS, the keyword arguments FIGURE_KEYWORDS
+#       of any call, and a string assigned to a variable of one of those names (`label = f"..."`). The msgid is the literal's source text between its quotes (escapes as written; an f-string's
 #       `{...}` fields kept; implicitly concatenated pieces joined); the Chinese must keep the same `{...}` fields,
 #       code spans and `$...$` math and make a valid literal (checked). Strings that are data (tokens, sentences,
 #       keys, modes passed to functions, printed labels) are never messages: a print's words stay English next to
@@ -863,6 +906,9 @@ def _figure_nodes(tree) -> list:
             strings(node.orelse)
 
     for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in FIGURE_KEYWORDS:  # label = f"..." (then label=label)
+            strings(node.value)
         if not isinstance(node, ast.Call):
             continue
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
@@ -1127,11 +1173,24 @@ def code_message_problems(context: str, msgid: str, msgstr: str, fuzzy: bool = F
     return out
 
 
+def code_style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None) -> list[str]:
+    """STYLE.md's punctuation rules for a comment or figure string, where code notation is at home: a string
+    literal quoted as in the English ("batch", a value the reader types) keeps its ASCII quotes, and tuples, calls
+    and formulas keep their ASCII commas and parentheses ((层, 头) -> ..., P(下一个词元 | 源句子)): the rule
+    "ASCII punctuation" is not applied. The others are (full-width quotes around words, no space after
+    full-width punctuation, 15%, ...)."""
+    literals = set(re.findall(r'"[^"\n]*"', msgid))
+    masked = re.sub(r'"[^"\n]*"', lambda m: HOLE if m.group(0) in literals else m.group(0), msgstr)
+    return [p for p in style_problems(page, msgid, masked, rules) if not p.startswith("ASCII punctuation:")]
+
+
 def code_check(notebooks: list[Path] | None = None, catalogs: Path = CODE_CATALOGS) -> list[str]:
-    """Every comment and figure string of every notebook's code translated, not fuzzy, well formed."""
+    """Every comment and figure string of every notebook's code translated, not fuzzy, well formed, and following
+    STYLE.md's punctuation and terms (code_style_problems, forbidden_problems; excused by terminology.yml's
+    exceptions under the page "code/<stem>")."""
     import polib
 
-    problems = []
+    problems, rules = [], load_rules()
     for notebook in notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")):
         path = code_catalog_path(notebook, catalogs)
         page = f"code/{notebook.stem}"
@@ -1144,6 +1203,9 @@ def code_check(notebooks: list[Path] | None = None, catalogs: Path = CODE_CATALO
             have = po.get((e.msgctxt, e.msgid))
             found = ["missing: a new or changed comment or figure string"] if have is None else \
                 code_message_problems(e.msgctxt, e.msgid, have.msgstr, "fuzzy" in have.flags)
+            if have is not None and have.msgstr:  # STYLE.md's punctuation and terms, as in the prose catalogs
+                found += code_style_problems(page, e.msgid, have.msgstr, rules)
+                found += [p.split(": ", 1)[1] for p in forbidden_problems(page, e.msgid, have.msgstr, rules)]
             problems += [f"{page} [{e.msgctxt}]: {p}: {e.msgid[:100]!r}" for p in found]
     return problems
 
