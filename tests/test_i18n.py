@@ -491,15 +491,8 @@ def test_code_update_keeps_translations_marks_changed_ones_fuzzy_and_drops_stale
                                     '答案为 "a"、"b" 或 "c"；(层, 头) -> x', {}) == []
 
 
-# Notebooks whose code catalog is still being translated (helpers r1/r2/r3, this session): their test is expected
-# to fail; strict, so that a completed catalog must leave this list.
-CODE_CATALOGS_IN_PROGRESS = {"02_positional_encoding", "03_self_attention", "04_multi_head_attention",
-                             "05_add_norm_ffn"}
-
-
 @pytest.mark.parametrize("notebook", [
-    pytest.param(p, id=p.stem, marks=[pytest.mark.xfail(strict=True, reason="code catalog being translated")]
-                 if p.stem in CODE_CATALOGS_IN_PROGRESS else [])
+    pytest.param(p, id=p.stem)
     for p in sorted((ROOT / "notebooks").glob("*.ipynb"))])
 def test_every_comment_and_figure_string_has_a_chinese_translation(notebook):
     problems = i18n.code_check([notebook])
