@@ -283,6 +283,28 @@ def test_the_extension_styles_a_misconception_note_and_nothing_else():
     assert quote.astext().startswith("Note.")
 
 
+def test_the_extension_drops_jupyterlabs_section_anchors_and_no_other_html():
+    """The notebooks' `<div id="slug"></div>` lines before a heading (tools/i18n.py anchors) are for JupyterLab; the
+    site's section already has that id, so the extension removes them (one element per id, for axe), and runs
+    before the deep-dive fold (a stray node at a deep dive's end would make an empty fold). Other HTML stays."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
+    import tl_book
+    from docutils import nodes
+
+    doctree = _doctree('## A\n\ntext\n\n<div id="the-math"></div>\n\n## The math\n\n'
+                       '<div id="ε-x"></div><div id="%CE%B5-x"></div>\n\n## ε x\n\n<div id="keep" class="c"></div>\n\n'
+                       '<div id="keep-2"></div>\nmore\n')
+    raws = [r.astext() for r in doctree.findall(nodes.raw)]
+    assert len(raws) == 4 and raws[0].startswith('<div id="the-math">'), raws
+    tl_book.drop_jupyter_anchors(None, doctree)
+    # a div with more than an id, and an HTML block that goes on past the div, are not such anchors
+    assert [r.astext().strip() for r in doctree.findall(nodes.raw)] == ['<div id="keep" class="c"></div>',
+                                                                        '<div id="keep-2"></div>\nmore']
+    assert [t.astext() for t in doctree.findall(nodes.title)] == ["A", "The math", "ε x"]
+
+
 def test_the_extension_styles_a_chinese_misconception_note_with_its_stop_outside_the_bold():
     import sys
 

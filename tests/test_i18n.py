@@ -546,20 +546,31 @@ def test_the_glossarys_terms_are_words_for_the_chinese_search():
     assert all(re.fullmatch(r"[\u3400-\u9fff]+", w) for w in words) and len(words) == len(set(words)) > 80
 
 
-def test_every_section_link_of_the_chinese_notebooks_has_its_anchor():
-    """A link [..](#slug) or [..](NN_x.ipynb#slug) names the English heading's MyST slug; in notebooks/zh/ the
-    heading is Chinese, so it carries <a id="slug"></a> (JupyterLab's fragment lookup finds it; i18n.heading_anchors)."""
+@pytest.mark.parametrize("folder", ["notebooks", "notebooks/zh"])
+def test_every_section_link_has_its_anchor_and_no_anchor_is_stale(folder):
+    """A link [..](#slug) or [..](NN_x.ipynb#slug) names the English heading's MyST slug, which JupyterLab does not
+    know (it names a heading by its text): the line `<div id="slug"></div>` right before the heading, in both
+    editions, is what it finds (i18n.heading_anchors, written by `tools/i18n.py anchors`), with the percent-encoded
+    id beside it when that differs. Each heading a link targets has exactly one such line, and no line names a
+    section no link targets (a renamed heading or a dropped link leaves none behind)."""
     targets = i18n.link_targets()
     assert sum(len(f) for f in targets.values()) >= 60
-    for name, fragments in targets.items():
-        text = "\n".join("".join(c["source"]) for c in json.loads((i18n.ZH_NOTEBOOKS / name).read_text(
-            encoding="utf-8"))["cells"] if c["cell_type"] == "markdown")
-        english = json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))["cells"]
+    for path in sorted((ROOT / folder).glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        english = json.loads((ROOT / "notebooks" / path.name).read_text(encoding="utf-8"))["cells"]
         slugs = {s for cell in i18n.heading_slugs(english) for s in cell}
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        fragments = targets.get(path.name, set())
+        anchored = re.findall(r'^((?:<div id="[^"]+"></div>)+)\n\n#{1,3} ', text, re.M)
+        every = re.findall(r'<div id="[^"]*"></div>', text)
+        assert len(every) == sum(len(re.findall("<div", line)) for line in anchored), \
+            f"{folder}/{path.name}: an anchor line that is not right before a heading"
+        ids = [re.findall(r'id="([^"]+)"', line) for line in anchored]
         for fragment in fragments:
-            assert fragment in slugs, f"{name}#{fragment}: no English heading has this slug"
-            assert len(re.findall(rf'^#+ [^\n]*<a id="{re.escape(fragment)}"></a>', text, re.M)) == 1, \
-                f"notebooks/zh/{name}: no heading anchored {fragment!r}"
+            assert fragment in slugs, f"{path.name}#{fragment}: no English heading has this slug"
+            assert [i18n.anchor_ids(fragment)] == [i for i in ids if i[0] == fragment], \
+                f"{folder}/{path.name}: the heading {fragment!r} is not anchored once"
+        assert {i[0] for i in ids} == fragments, f"{folder}/{path.name}: stale anchors {({i[0] for i in ids} - fragments)}"
 
 
 def test_the_chinese_notebooks_name_another_chapters_section_by_its_cell():
@@ -585,8 +596,12 @@ def test_heading_slugs_follow_myst():
              {"cell_type": "code", "source": ["# a comment\n"]},
              {"cell_type": "markdown", "source": ["## The math\n"]}]
     assert i18n.heading_slugs(cells) == [["the-d_k-scale", "the-math", None], [], ["the-math-1"]]
-    text = i18n.heading_anchors("# 标题\n\n## 数学\n正文", ["the-title", "the-math"], {"the-math"})
-    assert text == '# 标题\n\n## 数学<a id="the-math"></a>\n正文'
+    text = i18n.heading_anchors("# The title\n\n## The math\ntext", ["the-title", "the-math"], {"the-math"})
+    assert text == '# The title\n\n<div id="the-math"></div>\n\n## The math\ntext'
+    assert i18n.heading_anchors(text, ["the-title", "the-math"], {"the-math"}) == text  # written once
+    assert i18n.heading_anchors(text, ["the-title", "the-math"], set()) == "# The title\n\n## The math\ntext"
     # a link's fragment reaches JupyterLab percent-encoded: a slug with "ε" is named both ways
-    assert i18n.heading_anchors("## 层归一化", ["ε-inside"], {"ε-inside"}) == \
-        '## 层归一化<a id="ε-inside"></a><a id="%CE%B5-inside"></a>'
+    assert i18n.heading_anchors("## LayerNorm, ε", ["ε-inside"], {"ε-inside"}) == \
+        '<div id="ε-inside"></div><div id="%CE%B5-inside"></div>\n\n## LayerNorm, ε'
+    with pytest.raises(ValueError, match="2 headings in the cell, 1 slugs"):
+        i18n.heading_anchors("## a\n## b", ["a"], {"a"})

@@ -13,6 +13,9 @@
     python tools/i18n.py notebooks # write notebooks/zh/*.ipynb: the notebooks with their markdown in Chinese, their
                                    # code's comments and figure strings in Chinese, `setup(..., language="zh")`
                                    # and the solutions' toggles in Chinese, for Jupyter and Colab
+    python tools/i18n.py anchors   # before each heading of notebooks/*.ipynb that a section link targets, the line
+                                   # <div id="slug"></div> that JupyterLab scrolls to (drop the stale ones); run it
+                                   # after changing a heading or a link, then `notebooks`
     python tools/i18n.py package   # the package's own catalog (transformer_lite/book/locale/zh_CN.po: the checks'
                                    # feedback, figure labels, controls; tools/package_i18n.py): add new messages,
                                    # drop stale ones, list what is untranslated (exit 1 if any)
@@ -586,11 +589,11 @@ def translate_markdown(source: str, translations: dict, md=None) -> tuple[str, l
     return text, missing
 
 
-# -- section links in the Chinese notebooks: anchors and cell ids --------------------------------------------
+# -- section links in JupyterLab: anchors and cell ids ------------------------------------------------------
 # The chapters link to sections by MyST's slug of the English heading ([...](#the-math), [...](07_masking.ipynb#x);
 # myst_heading_anchors: 3), which is what the site's sections are called; the site is built from the English
-# sources and the catalogs (tools/i18n.py check keeps a msgstr's link targets equal to its msgid's), so it never
-# sees what follows, which is done to notebooks/zh/ only. What JupyterLab 4.6 does (read in .venv's
+# sources and the catalogs (tools/i18n.py check keeps a msgstr's link targets equal to its msgid's), so it must see
+# nothing of what follows but the anchor lines, which it drops. What JupyterLab 4.6 does (read in .venv's
 # share/jupyter/lab/static, @jupyterlab/rendermime and @jupyterlab/notebook):
 #   * a heading's id is "its text with spaces turned into -" (case and punctuation kept: "The-math"), stored as
 #     data-jupyter-id (its sanitizer moves every `id` there): never a MyST slug, and in notebooks/zh/ Chinese;
@@ -601,12 +604,19 @@ def translate_markdown(source: str, translations: dict, md=None) -> tuple[str, l
 #     found even where JupyterLab's windowing has not rendered the cell). Either way, when the click opens the
 #     notebook the scroll happens before its cells are laid out, and the notebook shows its top (seen in the
 #     test); once the notebook is open, a click on the link lands on the section.
-# So in notebooks/zh/ every heading that a link targets ends in `<a id="english-slug"></a>` (and the
-# percent-encoded id too when they differ; heading_anchors), and a link to another chapter's section names the
-# heading's cell: `07_masking.ipynb#cell-id=cell-17` (cross_chapter_links; cell ids are stable, nbformat 4.5).
-# tests/test_jupyterlab.py clicks both kinds. The English notebooks are the sources, edited by hand, and carry no
-# anchors: their section links work on the site but not in JupyterLab (the test's English case is an expected
-# failure). Colab: links to headings or to `<a id>`/`<a name>` do not scroll there at all; only
+# So every heading that a link targets has, right before it, a line of its own `<div id="english-slug"></div>` (and
+# the percent-encoded id beside it when they differ): written into the English notebooks by `tools/i18n.py anchors`
+# (write_anchors, heading_anchors; tests/test_i18n.py fails when one is missing or stale) and copied into
+# notebooks/zh/ as it is (translate_markdown leaves HTML blocks alone). It is a CommonMark HTML block, not part of
+# a paragraph or a heading, so Sphinx's gettext makes no message of it (the catalogs did not change when it came),
+# and the site, whose sections already carry these ids, drops it (tools/sphinx_ext/tl_book.py
+# drop_jupyter_anchors: one element per id). JupyterLab's sanitizer keeps the div and its id (as data-jupyter-id);
+# scrolled to the top, the empty div leaves the heading just under it. A link to another chapter's section names
+# the heading's cell in notebooks/zh/: `07_masking.ipynb#cell-id=cell-17` (cross_chapter_links; cell ids are
+# stable, nbformat 4.5); the English notebooks keep `07_masking.ipynb#slug`, which the site needs, and JupyterLab
+# finds the div among the rendered cells. tests/test_jupyterlab.py clicks both kinds in both editions (a link that
+# opens the other notebook shows its top the first time, as said above).
+# Colab: links to headings or to `<a id>`/`<a name>`/`<div id>` do not scroll there at all; only
 # `#scrollTo=<cell id>` does (googlecolab/colabtools issue 3983, open since 2023: "the only anchor links that work
 # are the ones that reference cell ids"). Colab cannot be reached from this machine and is not tested.
 
@@ -650,21 +660,65 @@ def link_targets(folder: Path = ROOT / "notebooks") -> dict[str, set[str]]:
     return targets
 
 
+ANCHOR_LINE = re.compile(r'(<div id="[^"<>\s]+"></div>)+')
+
+
+def anchor_ids(slug: str, md=None) -> list[str]:
+    """The ids that name a section for JupyterLab: its slug, and the slug percent-encoded when that differs (a link's
+    fragment reaches JupyterLab as anchor.hash: "ε" as "%CE%B5")."""
+    encoded = (md or _markdown_parser()).normalizeLink("#" + slug)[1:]
+    return [slug] + ([encoded] if encoded != slug else [])
+
+
 def heading_anchors(text: str, slugs: list[str | None], wanted: set[str], md=None) -> str:
-    """``text`` (a markdown cell) with `<a id="slug"></a>` at the end of the line of each heading whose English slug
-    (``slugs``, in order) is in ``wanted``."""
+    """``text`` (an English markdown cell) with a line `<div id="slug"></div>` and a blank line before each heading
+    whose slug (``slugs``, in order) is in ``wanted``, and no other such line: what ``anchors`` writes. The line is an
+    HTML block of its own (CommonMark type 6), not part of a paragraph, so Sphinx's gettext makes no message of it,
+    and the site drops it (tools/sphinx_ext/tl_book.py drop_jupyter_anchors), its sections having those ids."""
     md = md or _markdown_parser()
-    lines = text.split("\n")
-    headings = [tok for tok in md.parse(text) if tok.type == "heading_open"]
+    lines, out, skip_blank = text.split("\n"), [], False
+    for line in lines:  # the anchor lines there are, with the blank line after each
+        if ANCHOR_LINE.fullmatch(line):
+            skip_blank = True
+            continue
+        if skip_blank and not line.strip():
+            skip_blank = False
+            continue
+        skip_blank = False
+        out.append(line)
+    lines = out
+    headings = [tok for tok in md.parse("\n".join(lines)) if tok.type == "heading_open"]
     if len(headings) != len(slugs):
-        raise ValueError(f"{len(headings)} headings in the translation, {len(slugs)} in the English: {text[:80]!r}")
-    for tok, slug in zip(headings, slugs):
-        if slug in wanted and tok.map:
-            # a link's fragment reaches JupyterLab percent-encoded (anchor.hash): "ε" as "%CE%B5"
-            encoded = md.normalizeLink("#" + slug)[1:]
-            ids = [slug] + ([encoded] if encoded != slug else [])
-            lines[tok.map[0]] = lines[tok.map[0]].rstrip() + "".join(f'<a id="{i}"></a>' for i in ids)
+        raise ValueError(f"{len(headings)} headings in the cell, {len(slugs)} slugs given: {text[:80]!r}")
+    for tok, slug in reversed(list(zip(headings, slugs))):
+        if slug in wanted:
+            if not tok.map or not lines[tok.map[0]].startswith("#"):
+                raise ValueError(f"the heading {slug!r} is not an ATX heading at the start of a line: {text[:80]!r}")
+            lines[tok.map[0]:tok.map[0]] = ["".join(f'<div id="{i}"></div>' for i in anchor_ids(slug, md)), ""]
     return "\n".join(lines)
+
+
+def write_anchors(folder: Path = ROOT / "notebooks") -> list[Path]:
+    """Give every heading of the English notebooks that a link targets its anchor line, and drop the others
+    (heading_anchors); returns the notebooks that changed. notebooks/zh/ copy the lines (translate_markdown leaves
+    HTML blocks as they are)."""
+    import json
+
+    md, wanted, changed = _markdown_parser(), link_targets(folder), []
+    for path in sorted(folder.glob("*.ipynb")):
+        before = path.read_text(encoding="utf-8")
+        nb = json.loads(before)
+        for cell, slugs in zip(nb["cells"], heading_slugs(nb["cells"], md)):
+            if cell["cell_type"] == "markdown":
+                text = "".join(cell["source"])
+                new = heading_anchors(text, slugs, wanted.get(path.name, set()), md)
+                if new != text:
+                    cell["source"] = _lines(new)
+        after = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+        if after != before:
+            path.write_text(after, encoding="utf-8")
+            changed.append(path)
+    return changed
 
 
 def heading_cells(folder: Path = ROOT / "notebooks", md=None) -> dict[str, dict[str, str]]:
@@ -705,12 +759,12 @@ def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
     nb = json.loads(path.read_text(encoding="utf-8"))
     md, missing = md or _markdown_parser(), []
     code = code_translations(path)
-    wanted, cells = link_targets().get(path.name, set()), heading_cells(md=md)
-    for cell, slugs in zip(nb["cells"], heading_slugs(nb["cells"], md)):
+    cells = heading_cells(md=md)
+    for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             text, miss = translate_markdown("".join(cell["source"]), catalog, md)
             missing += miss
-            text = cross_chapter_links(heading_anchors(text, slugs, wanted, md) if slugs else text, cells)
+            text = cross_chapter_links(text, cells)  # the anchor lines come from the English (write_anchors)
             cell["source"] = _lines(text)
         else:
             chinese_toggles(cell)
@@ -1232,7 +1286,8 @@ def update(pot_dir: Path = POT) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=["extract", "update", "code-update", "check", "notebooks", "package", "fix"])
+    ap.add_argument("command", choices=["extract", "update", "code-update", "check", "notebooks", "package", "fix",
+                                            "anchors"])
     ap.add_argument("pages", nargs="*", help="fix: the pages to fix, e.g. notebooks/07_masking (default: all)")
     args = ap.parse_args(argv)
     if args.command == "package":
@@ -1252,6 +1307,10 @@ def main(argv=None) -> int:
     if args.command == "fix":
         for page, n in fix_catalogs(pages=args.pages or None).items():
             print(f"{page}: {n} message(s) fixed")
+        return 0
+    if args.command == "anchors":
+        changed = write_anchors()
+        print(f"wrote the section anchors of {len(changed)} notebook(s): {', '.join(p.name for p in changed)}")
         return 0
     if args.command == "notebooks":
         print(f"wrote {len(write_notebooks())} notebooks into {ZH_NOTEBOOKS.relative_to(ROOT)}/")

@@ -14,6 +14,7 @@ notes look the same. ``tests/test_book_conventions.py`` checks the three parts i
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -267,9 +268,25 @@ def copy_pdf(app, exception) -> None:
     shutil.copyfile(_pdf(app), Path(app.outdir) / "pdf" / _pdf(app).name)
 
 
+# ---------------------------------------------------------------- JupyterLab's section anchors (tools/i18n.py anchors)
+
+# The notebooks put `<div id="slug"></div>` before each heading that a link targets, for JupyterLab, which does not
+# name headings by MyST's slugs. The site's sections already have those ids: the blocks go, one element per id.
+JUPYTER_ANCHOR = re.compile(r'(<div id="[^"<>\s]+"></div>)+\s*')
+
+
+def drop_jupyter_anchors(app, doctree) -> None:
+    """Remove every raw HTML node that is exactly such an anchor line (before fold_deep_dives: a stray node at the
+    end of a deep dive would make an empty fold)."""
+    for node in list(doctree.findall(nodes.raw)):
+        if node.get("format") == "html" and JUPYTER_ANCHOR.fullmatch(node.astext()):
+            node.parent.remove(node)
+
+
 def setup(app):
     from myst_nb.sphinx_ import HideCodeCellNode
 
+    app.connect("doctree-read", drop_jupyter_anchors, priority=400)  # before the others (500)
     app.connect("doctree-read", convert)
     app.connect("doctree-read", fold_deep_dives)
     app.add_node(deep_dive_fold, html=(visit_deep_dive_fold, depart_deep_dive_fold),
