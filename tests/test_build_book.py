@@ -294,7 +294,8 @@ def test_the_extension_drops_jupyterlabs_section_anchors_and_no_other_html():
     from docutils import nodes
 
     doctree = _doctree('## A\n\ntext\n\n<div id="the-math"></div>\n\n## The math\n\n'
-                       '<div id="ε-x"></div><div id="%CE%B5-x"></div>\n\n## ε x\n\n<div id="keep" class="c"></div>\n\n'
+                       '<div id="ε-x"></div><div id="%CE%B5-x"></div>\n\n## ε x\n\n'
+                       '<div id="keep" class="c"></div>\n\n'
                        '<div id="keep-2"></div>\nmore\n')
     raws = [r.astext() for r in doctree.findall(nodes.raw)]
     assert len(raws) == 4 and raws[0].startswith('<div id="the-math">'), raws

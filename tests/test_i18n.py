@@ -570,7 +570,8 @@ def test_every_section_link_has_its_anchor_and_no_anchor_is_stale(folder):
             assert fragment in slugs, f"{path.name}#{fragment}: no English heading has this slug"
             assert [i18n.anchor_ids(fragment)] == [i for i in ids if i[0] == fragment], \
                 f"{folder}/{path.name}: the heading {fragment!r} is not anchored once"
-        assert {i[0] for i in ids} == fragments, f"{folder}/{path.name}: stale anchors {({i[0] for i in ids} - fragments)}"
+        stale = {i[0] for i in ids} - fragments
+        assert not stale and {i[0] for i in ids} == fragments, f"{folder}/{path.name}: stale anchors {stale}"
 
 
 def test_the_chinese_notebooks_name_another_chapters_section_by_its_cell():
