@@ -266,6 +266,29 @@ def test_figures_label_in_chinese_with_a_cjk_font():
     plt.close("all")
 
 
+def test_chinese_labels_get_the_cjk_font_without_setup():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from transformer_lite.book import plotting
+
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()  # as in a kernel that never called setup() / use_book_style()
+        set_language("zh")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            plotting.loss_curves({"a": [1, 2]}).figure.canvas.draw()
+        assert [str(w.message) for w in caught if "missing from" in str(w.message)] == []
+        set_language("en")
+        matplotlib.rcdefaults()
+        plotting.loss_curves({"a": [1, 2]})
+        assert plotting._cjk_font() not in matplotlib.rcParams["font.family"]  # English: left as it is
+    plt.close("all")
+
+
 def test_controls_speak_the_language():
     from transformer_lite.book.interactive import explore_html, live_text_html
 

@@ -55,6 +55,19 @@ def use_book_style() -> None:
         logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
 
 
+def _chinese_ready() -> None:
+    """In Chinese (:mod:`.i18n`), make sure the CJK font is a fallback even when ``use_book_style`` was not called
+    (``setup`` calls it): the labels would otherwise be drawn as empty boxes."""
+    from .i18n import language
+
+    if language() != "zh":
+        return
+    cjk = _cjk_font()
+    family = list(mpl.rcParams["font.family"])
+    if cjk is not None and cjk not in family:
+        mpl.rcParams["font.family"] = family + [cjk]
+
+
 def _cjk_font() -> str | None:
     """Register a Chinese-capable font as a fallback: Noto Sans CJK SC from the ``mplfonts`` wheel
     (installed by the book's requirements; no download at run time), else one the system has."""
@@ -101,6 +114,7 @@ def attention_heatmap(weights, query_tokens=None, key_tokens=None, ax=None, titl
     """
     w = _to_numpy(weights, "weights", 2)
     T, S = w.shape
+    _chinese_ready()
     qt = _check_tokens(query_tokens, T, "query_tokens", "rows (queries)")
     kt = _check_tokens(key_tokens, S, "key_tokens", "columns (keys)")
     if ax is None:
@@ -131,6 +145,7 @@ def attention_grid(weights, query_tokens=None, key_tokens=None, titles=None, nco
     """One heatmap per head, side by side: ``weights`` is (H, T, S). Returns the Figure."""
     w = _to_numpy(weights, "weights", 3)
     H, T, S = w.shape
+    _chinese_ready()
     if titles is None:
         titles = [tr("head {h}", h=h) for h in range(H)]
     if len(titles) != H:
@@ -161,6 +176,7 @@ def pe_heatmap(pe, ax=None, title=N_("Sinusoidal positional encoding")):
 
     The default title and the labels are in the package's language (:mod:`.i18n`)."""
     p = _to_numpy(pe, "pe", 2)
+    _chinese_ready()
     if ax is None:
         _, ax = plt.subplots(figsize=(6.0, 3.6))
     im = ax.imshow(p, cmap=HEATMAP_CMAP, vmin=-1.0, vmax=1.0, aspect="auto", interpolation="nearest")
@@ -180,6 +196,7 @@ def loss_curves(curves: dict, ax=None, xlabel=N_("training step"), ylabel=N_("lo
     The default axis labels are in the package's language (:mod:`.i18n`)."""
     if not isinstance(curves, dict) or not curves:
         raise ValueError(f"curves must be a non-empty dict label -> list of values, got {type(curves).__name__}")
+    _chinese_ready()
     if ax is None:
         _, ax = plt.subplots(figsize=(6.0, 3.4))
     for label, ys in curves.items():
