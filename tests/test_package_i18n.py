@@ -216,13 +216,19 @@ def test_a_message_joined_from_two_templates_is_translated_piece_by_piece():
     set_language("zh")
     joined = "table C is the paper's own table." + " Run your test on each of the three."
     assert translate_message(joined) == "表 C 就是论文自己的表。在这三个表上分别运行你的测试。"
-    assert translate_message("the suspect") == "可疑层"
+    assert translate_message("the suspect") == "可疑实现"
 
 
 def test_captured_values_that_are_messages_are_translated_too():
     set_language("zh")
-    text = translate_message("my_test should return True or False, got 3 for the suspect.")
-    assert text == "my_test 应返回 True 或 False，但对 可疑层 返回了 3。" or "可疑层" in text
+    # a label that is a message is translated inside the message, without the space the English needed
+    assert translate_message("my_test should return True or False, got 3 for the suspect.") == \
+        "my_test 应返回 True 或 False，但对可疑实现返回了 3。"
+    assert translate_message("your test is right, but the bug is not the unbiased variance.") == \
+        "你的测试是对的，但 bug 不是无偏方差。"
+    # data stays as it is, with its spaces
+    assert translate_message("my_test rejects tl.sinusoidal_positional_encoding, which is a valid sinusoidal "
+                             "encoding.") == "my_test 拒绝了 tl.sinusoidal_positional_encoding，而它是一个有效的正弦编码。"
 
 
 def test_predict_and_reveal_in_chinese():
