@@ -145,6 +145,17 @@ def test_chinese_punctuation_in_the_catalog():
         assert "栈" not in msgstr and "软件包" not in msgstr, msgstr
 
 
+def test_the_catalog_follows_the_books_punctuation_rules():
+    """STYLE.md's rules (tools/i18n.py style_problems), as for the book's catalogs: no ASCII quotes around words in
+    Chinese (a Python string the reader types is written as its repr, 'batch'), no space after full-width
+    punctuation, no ASCII punctuation between Chinese characters."""
+    import i18n as book_i18n  # tools/i18n.py
+
+    problems = {msgid: book_i18n.style_problems("transformer_lite", msgid, msgstr, rules={})
+                for msgid, msgstr in i18n.catalog().items()}
+    assert {m: p for m, p in problems.items() if p} == {}
+
+
 def test_fields_are_found_and_kept():
     assert package_i18n.fields("{0} should be a number, got {1}.") == ["0", "1"]
     assert package_i18n.fields("h_{{t-1}} and {name}") == ["name"]
