@@ -198,6 +198,7 @@ def build_edition(out: Path, doctrees: Path, notebooks: dict[str, Path], env: di
         conf = sphinx_conf(Path(tmp), language=LANGUAGE, locale_dirs=[str(LOCALES)], gettext_compact=False,
                            html_title=translated(title), nb_execution_mode="off",
                            tl_notebook_sources={doc: str(path) for doc, path in sorted(notebooks.items())},
+                           tl_nb_output_folder=str(doctrees.parent / "jupyter_execute_zh"),
                            html_search_options={"dict": str(words)}, tl_code_prompts=CODE_PROMPTS,
                            html_theme_options={"search_bar_text": SEARCH_BAR_TEXT, "extra_footer": FOOTER})
         cmd = [str(Path(sys.executable).parent / "sphinx-build"), "-b", "html", "-n", "--keep-going", "-c", str(conf),

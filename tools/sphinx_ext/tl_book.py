@@ -165,6 +165,15 @@ def notebook_sources(app, docname, source) -> None:
         app.env.note_dependency(str(path))
 
 
+def notebook_output_folder(app) -> None:
+    """myst-nb writes a page's output files (its figures' PNGs) into ``jupyter_execute/`` beside the output folder,
+    whence Sphinx copies them into ``_images/``; for the Chinese edition, built into ``_build/html/zh``, that is
+    ``_build/html/jupyter_execute``, inside the English site. Config ``tl_nb_output_folder`` puts it elsewhere."""
+    folder = app.config.tl_nb_output_folder
+    if folder and hasattr(app.env, "mystnb_config"):
+        app.env.mystnb_config = app.env.mystnb_config.copy(output_folder=str(Path(folder).resolve()))
+
+
 def our_templates_first(app, config) -> None:
     """templates/ overrides three pydata-sphinx-theme components (see each file for why). And the book's
     title stays next to the logo, as text (translatable, in the theme's colours): with a logo and no
@@ -318,6 +327,8 @@ def setup(app):
     # {docname: notebook to read instead of the docname's own file} (the Chinese edition: tools/i18n.py build_edition)
     app.add_config_value("tl_notebook_sources", {}, "env", types=[dict])
     app.connect("source-read", notebook_sources)
+    app.add_config_value("tl_nb_output_folder", "", "env", types=[str])
+    app.connect("builder-inited", notebook_output_folder, priority=600)  # after myst-nb's create_mystnb_config (500)
     app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_hidden_cell))
     alt_text_from_outputs()
