@@ -27,7 +27,7 @@ STAMP  := $(VENV)/.installed
 # The package is installed as pip installs it for a reader (a wheel, not `-e .`): the book's kernels import
 # that copy, and tools/build_book.py fails if one imported the checkout. Reinstalled when a file of it changes.
 PKG_STAMP := $(VENV)/.package
-PKG_FILES := $(shell find transformer_lite -type f \( -name '*.py' -o -name '*.pt' -o -name '*.json' \) 2>/dev/null)
+PKG_FILES := $(shell find transformer_lite -type f \( -name '*.py' -o -name '*.pt' -o -name '*.json' -o -name '*.po' \) 2>/dev/null)
 
 .PHONY: install book pdf test check test-package bench translator capstone grammar-lab since2017 real-translator real-baselines clean
 

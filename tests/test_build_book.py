@@ -250,6 +250,13 @@ def test_check_site_fails_a_misconception_note_left_as_a_plain_quote(tmp_path):
     assert len(problems) == 1 and "misconception note left as a plain quote" in problems[0]
 
 
+def test_check_site_fails_a_chinese_misconception_note_left_as_a_plain_quote(tmp_path):
+    for lead in ("<strong>常见误解。</strong>", "<strong>常见误解</strong>。"):  # locales/zh_CN/STYLE.md: the second
+        quote = f"<blockquote>\n<div><p>{lead}“X。”</p></div></blockquote>"
+        problems = bb.check_site(_site(tmp_path, extra=quote), mode="auto")
+        assert len(problems) == 1 and "misconception note left as a plain quote" in problems[0]
+
+
 # ---------------------------------------------------------------- the book's Sphinx extension
 
 def _doctree(markdown: str):
@@ -274,6 +281,22 @@ def test_the_extension_styles_a_misconception_note_and_nothing_else():
     assert box[1].astext() == "\"X is Y.\"" and box[2].astext().startswith("What is true.")
     (quote,) = list(doctree.findall(nodes.block_quote))  # the ordinary quote is left alone
     assert quote.astext().startswith("Note.")
+
+
+def test_the_extension_styles_a_chinese_misconception_note_with_its_stop_outside_the_bold():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
+    import tl_book
+    from docutils import nodes
+
+    for source in ("> **常见误解**。“X 是 Y。”\n>\n> **事实**。Z。\n", "> **常见误解。** “X 是 Y。”\n>\n> **事实**。Z。\n",
+                   "> **常见误解**。X 是 Y。\n>\n> **事实**。Z。\n"):
+        doctree = _doctree(source)
+        tl_book.convert(None, doctree)
+        (box,) = list(doctree.findall(nodes.admonition))
+        assert box[0].astext() == "常见误解", source
+        assert box[1].astext() in ("“X 是 Y。”", "X 是 Y。") and box[2].astext() == "事实。Z。", source
 
 
 def test_our_webpack_macros_are_the_themes_without_fontawesome_js():

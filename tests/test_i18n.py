@@ -77,7 +77,7 @@ def test_a_malformed_translation_is_caught(msgid, msgstr, problem):
 
 def test_a_well_formed_translation_passes():
     assert i18n.message_problems("**Misconception.** Call `f(x)` with $x$ ([ch. 3](03.ipynb)).",
-                                 "**常见误解。** 用 $x$ 调用 `f(x)`（[第 3 章](03.ipynb)）。") == []
+                                 "**常见误解**。用 $x$ 调用 `f(x)`（[第 3 章](03.ipynb)）。") == []
     assert i18n.message_problems("\n\\mathrm{out} = x\n", "\n\\mathrm{out} = x\n") == []  # a formula is its own
 
 
@@ -103,6 +103,206 @@ def test_a_message_without_the_glossarys_term_is_caught(tmp_path):
     assert "beam search" in {t for t, _, _ in i18n.glossary_terms()}
 
 
+# -- locales/zh_CN/STYLE.md: punctuation, units, forbidden terms -------------------------------------------------
+
+NO_RULES: dict = {"exceptions": []}
+
+
+@pytest.mark.parametrize("rule, bad, good", [
+    ("percent", "BERT 选出 15 % 的词元。", "BERT 选出 15% 的词元。"),
+    ("percent", "BERT 选出 15％ 的词元。", "BERT 选出 15% 的词元。"),
+    ("space after punctuation", "**常见误解。** 后面的话。", "**常见误解**。后面的话。"),
+    ("space after punctuation", "*图：左图为损失。* 最初几步。", "*图：左图为损失*。最初几步。"),
+    ("space after punctuation", "见“Attention Is All You Need” {cite}`vaswani2017`。",
+     "见“Attention Is All You Need”{cite}`vaswani2017`。"),
+    ("space after punctuation", "第一句。 第二句，接着。", "第一句。第二句，接着。"),
+    ("space before punctuation", "一台 Mac ，好。", "一台 Mac，好。"),
+    ("ASCII quotes", '写下 "yes" 或 "no"。', "写下“yes”或“no”。"),
+    ("ASCII quotes", '所谓 "掩码" 就是张量。', "所谓“掩码”就是张量。"),
+    ("ASCII punctuation", "均值,标准差", "均值，标准差"),
+    ("ASCII punctuation", "层归一化(layer normalization)的作用", "层归一化（layer normalization）的作用"),
+    ("ASCII punctuation", "形状为(B, S, D)的张量", "形状为 (B, S, D) 的张量"),
+    ("exercise title", "**练习 3.1 — 完成演算**。写出 `x`。", "**练习 3.1：完成演算**。写出 `x`。"),
+    ("exercise title", "**练习 A.2 - 手写 patchify**。", "**练习 A.2：手写 patchify**。"),
+])
+def test_a_style_rule_catches_a_bad_example_and_passes_a_good_one(rule, bad, good):
+    found = i18n.style_problems("notebooks/x", "English.", bad, NO_RULES)
+    assert any(p.startswith(rule + ":") for p in found), found
+    assert "write" in found[0] and "found" in found[0]  # what to write instead, and where
+    assert i18n.style_problems("notebooks/x", "English.", good, NO_RULES) == []
+
+
+def test_the_exercise_instructions_have_one_wording():
+    english = "Each exercise has a cell for your answer (replace the `...`), a one-line check to run after it, " \
+              "and a worked solution folded under \"Show solution\". The checks use the shipped model."
+    good = "每道练习有三部分：一个供你作答的单元格（把其中的 `...` 换成你的答案），一行作答后运行的检查，" \
+           "以及一份折叠在“显示答案”下的完整解答。检查使用随包发布的模型。"
+    assert i18n.style_problems("notebooks/x", english, good, NO_RULES) == []
+    bad = "每道练习都有一个供你作答的单元格（替换其中的 `...`）、一行检查代码，以及折叠起来的详细解答。"
+    found = i18n.style_problems("notebooks/x", english, bad, NO_RULES)
+    assert len(found) == 1 and found[0].startswith("exercise instructions:") and "write" in found[0]
+    plain = "Each exercise has a cell for your answer, a one-line check, and a solution, folded away."
+    assert i18n.style_problems("notebooks/x", plain, good, NO_RULES)  # no `...` in the English: no parenthesis
+    assert i18n.style_problems("notebooks/x", plain, i18n.exercise_instructions(plain), NO_RULES) == []
+
+
+def test_a_formulas_english_words_are_caught_and_its_labels_pass():
+    english = "\nx_1 = \\mathrm{MultiHead}(y, y, y;\\ \\text{causal mask}),\\ d_\\text{model} = 512\n"
+    found = i18n.style_problems("notebooks/x", english, english, NO_RULES)
+    assert len(found) == 1 and found[0].startswith("formula text:") and "causal mask" in found[0]
+    chinese = english.replace("causal mask", "因果掩码")
+    assert i18n.style_problems("notebooks/x", english, chinese, NO_RULES) == []
+    label = "\nP(\\text{next} = w \\mid \\text{source})\n"  # one-word labels stay: not reported
+    assert i18n.style_problems("notebooks/x", label, label, NO_RULES) == []
+
+
+def test_an_inline_formulas_english_words_are_caught_and_may_differ_from_the_english():
+    english = "The noise shrinks like $1/\\sqrt{\\text{batch size}}$ with $\\mu_{\\text{batch}}$."
+    english_left = "噪声按 $1/\\sqrt{\\text{batch size}}$ 缩小，$\\mu_{\\text{batch}}$ 不变。"
+    found = i18n.style_problems("notebooks/x", english, english_left, NO_RULES)
+    assert len(found) == 1 and found[0].startswith("formula text:") and "batch size" in found[0]
+    chinese = english_left.replace("batch size", "批大小")
+    assert i18n.style_problems("notebooks/x", english, chinese, NO_RULES) == []
+    assert i18n.message_problems(english, chinese) == []  # \text{…} words may differ, the symbols may not
+    wrong_symbol = chinese.replace("\\sqrt", "\\log")
+    assert any(p.startswith("math differ") for p in i18n.message_problems(english, wrong_symbol))
+
+
+def test_the_style_rules_skip_code_math_link_targets_and_formulas():
+    text = ('调用 `f(a, b)` 或 `"s"`：$p(x, y) = 15 \\%$，见[第 3 章](03_x.ipynb#a,b)和 <a href="x">链接</a>，'
+            "https://example.org/a,b 也是。")
+    assert i18n.style_problems("notebooks/x", "Call f.", text, NO_RULES) == []
+    assert i18n.style_problems("notebooks/x", "\n\\text{a} , b\n", "\n\\text{遮蔽} ， b\n", NO_RULES) == []
+
+
+def test_a_style_rule_is_excused_only_for_the_listed_message():
+    rules = {"exceptions": [{"page": "notebooks/x", "rule": "ASCII quotes", "english": "Write the string",
+                             "why": "the quotes are part of the Python string the reader types"}]}
+    bad = '写下 "yes"。'
+    assert i18n.style_problems("notebooks/x", "Write the string \"yes\".", bad, rules) == []
+    assert i18n.style_problems("notebooks/y", "Write the string \"yes\".", bad, rules)
+    assert i18n.style_problems("notebooks/x", "Another message.", bad, rules)
+
+
+def test_a_page_that_mixes_unit_styles_is_reported():
+    mixed = [("BERT-base has 110M parameters.", "BERT-base 有 110M 个参数。"),
+             ("GPT-2 has 124 million.", "GPT-2 有 1.24 亿个参数。")]
+    found = i18n.unit_problems("notebooks/14_x", mixed, NO_RULES)
+    assert len(found) == 1 and "110M" in found[0] and "1.24 亿" in found[0] and "亿/万" in found[0]
+    same = [("BERT-base has 110M parameters.", "BERT-base 有 1.1 亿个参数。"), mixed[1],
+            ("Llama 2 7B and Qwen2.5-0.5B.", "Llama 2 7B 和 Qwen2.5-0.5B 的参数量。")]  # model names keep their size
+    assert i18n.unit_problems("notebooks/14_x", same, NO_RULES) == []
+    assert i18n.unit_problems("notebooks/14_x", [mixed[0]], NO_RULES) == []  # one style alone is consistent
+
+
+FORBIDDEN = {"forbidden": [
+    {"term": "stack", "never": ["栈"], "use": "堆叠", "unless_english": ["data structure"]},
+    {"term": "mask (the verb)", "never": ["屏蔽", "遮挡", "掩蔽"], "use": "遮蔽"},
+    {"term": "package", "never": ["软件包", "代码包", "本包"], "use": "包", "not_in": ["基本包", "笔记本包"]}],
+    "exceptions": [{"page": "notebooks/x", "term": "mask (the verb)", "english": "Occlusion",
+                    "why": "an object hidden behind another in an image (遮挡), not a mask"}]}
+
+
+@pytest.mark.parametrize("english, bad, good", [
+    ("The encoder stack.", "编码器栈。", "编码器堆叠。"),
+    ("A mask blocks the future.", "掩码屏蔽了未来。", "掩码遮蔽了未来。"),
+    ("A mask hides it.", "掩码遮挡了它。", "掩码遮蔽了它。"),
+    ("The package's encoder.", "本包的编码器。", "本书的包的编码器。"),
+    ("The package ships it.", "随软件包发布。", "随包发布。"),
+    ("The package ships it.", "随代码包发布。", "随 `transformer_lite` 包发布。"),
+])
+def test_a_forbidden_term_is_caught_and_the_styles_term_passes(english, bad, good):
+    found = i18n.forbidden_problems("notebooks/y", english, bad, FORBIDDEN)
+    assert len(found) == 1 and "never" in found[0] and bad[:60] in found[0]
+    assert i18n.forbidden_problems("notebooks/y", english, good, FORBIDDEN) == []
+
+
+def test_a_forbidden_form_is_allowed_where_the_english_or_an_exception_says_so():
+    assert i18n.forbidden_problems("notebooks/y", "A stack, the data structure.", "栈这种数据结构。", FORBIDDEN) == []
+    assert i18n.forbidden_problems("notebooks/y", "It basically includes.", "它基本包括两部分，笔记本包含代码。",
+                                   FORBIDDEN) == []
+    assert i18n.forbidden_problems("notebooks/x", "Occlusion in images.", "图像中的遮挡。", FORBIDDEN) == []
+    assert i18n.forbidden_problems("notebooks/y", "Occlusion in images.", "图像中的遮挡。", FORBIDDEN)
+
+
+def test_the_terminology_file_forbids_the_styles_rejected_forms():
+    rules = i18n.load_rules()
+    never = {r["term"]: set(r["never"]) for r in rules["forbidden"]}
+    assert never["stack"] == {"栈"} and never["mask (the verb)"] >= {"屏蔽", "遮挡", "掩蔽"}
+    assert never["package"] >= {"软件包", "代码包", "本包"}
+    assert all(x.get("why") and ("term" in x or "rule" in x) for x in rules["exceptions"])
+    assert {x["rule"] for x in rules["exceptions"] if "rule" in x} <= set(i18n.RULE_NAMES)
+
+
+def test_check_reports_style_problems_with_page_and_paragraph(tmp_path):
+    pot_dir, cat_dir = tmp_path / "pot", tmp_path / "cat"
+    for d in (pot_dir / "notebooks", cat_dir / "notebooks"):
+        d.mkdir(parents=True)
+    pot, po = polib.POFile(), polib.POFile()
+    for msgid, msgstr in (("BERT masks 15 % of tokens.", "BERT 遮蔽 15 % 的词元。"), ("Fine.", "很好。"),
+                          ("It has 110M.", "它有 110M 个。"), ("It has 124 million.", "它有 1.24 亿个。")):
+        pot.append(polib.POEntry(msgid=msgid))
+        po.append(polib.POEntry(msgid=msgid, msgstr=msgstr))
+    pot.save(str(pot_dir / "notebooks" / "x.pot"))
+    po.save(str(cat_dir / "notebooks" / "x.po"))
+    rules = tmp_path / "rules.yml"
+    rules.write_text("exceptions: []\n", encoding="utf-8")
+    problems = i18n.check(pot_dir, catalogs=cat_dir, rules=rules)
+    assert len(problems) == 2 and all(p.startswith("notebooks/x: ") for p in problems)
+    assert any("percent" in p and "15%" in p and "BERT masks" in p for p in problems)
+    assert any("units" in p and "110M" in p for p in problems)
+
+
+@pytest.mark.parametrize("english, before, after", [
+    ("**Misconception.** It is so.", "**常见误解。** 是这样。", "**常见误解**。是这样。"),
+    ("*Figure: the loss.* Then it drops.", "*图：损失。* 然后下降。", "*图：损失*。然后下降。"),
+    ("BERT masks 15 % of them.", "BERT 遮蔽其中 15 % 的词元，而不是 15％。", "BERT 遮蔽其中 15% 的词元，而不是 15%。"),
+    ("See \"Attention Is All You Need\" {cite}`vaswani2017`.", "见“Attention Is All You Need” {cite}`vaswani2017`。",
+     "见“Attention Is All You Need”{cite}`vaswani2017`。"),
+    ("Write \"yes\" or \"no\", not `\"maybe\"`.", '写下 "yes" 或 "no"，而不是 `"maybe"`。', "写下“yes”或“no”，而不是 `\"maybe\"`。"),
+    ("*\"It is tired.\"* (the animal)", "*“它累了。”* （那只动物）", "*“它累了。”*（那只动物）"),
+    ("A Mac.", "一台 Mac ，好。", "一台 Mac，好。"),
+    ("**Exercise 3.1 — Finish the sum.** Write `x`.", "**练习 3.1 — 完成演算。** 写出 `x`。", "**练习 3.1：完成演算**。写出 `x`。"),
+    ("**Exercise 7.3 — Bug hunt: the decoder that peeks.** Find it.", "**练习 7.3 — 排错：偷看的解码器。** 找出它。",
+     "**练习 7.3：找 bug——偷看的解码器**。找出它。"),
+    ("Each exercise has a cell for your answer (replace the `...`), a one-line check to run after it, and a "
+     "worked solution folded under \"Show solution\". The checks know the answer.",
+     "每道练习都有一个供你作答的单元格（替换 `...`）、一行检查代码，以及折叠起来的详细解答。检查知道答案。",
+     "每道练习有三部分：一个供你作答的单元格（把其中的 `...` 换成你的答案），一行作答后运行的检查，"
+     "以及一份折叠在“显示答案”下的完整解答。检查知道答案。"),
+])
+def test_fix_style_makes_the_mechanical_fixes(english, before, after):
+    assert i18n.style_problems("notebooks/x", english, before, NO_RULES)
+    assert i18n.fix_style(english, before) == after
+    assert i18n.style_problems("notebooks/x", english, after, NO_RULES) == []
+    assert i18n.message_problems(english, after) == []
+    assert i18n.fix_style(english, after) == after  # nothing left to fix
+
+
+def test_fix_style_leaves_what_needs_a_translator():
+    assert i18n.fix_style("Shapes.", "形状(B, S)，掩码屏蔽了它。") == "形状(B, S)，掩码屏蔽了它。"
+    code = '写下 `"vit"`、`f(a, b)`、$15 %$，见[第 3 章](03.ipynb#a "b")。'
+    assert i18n.fix_style("Write `\"vit\"`, `f(a, b)`, $15 %$.", code) == code
+    # the one wording would drop the English's `None`: the code spans would differ, so that fix is not made
+    english = "Each exercise has a cell for your answer (`...` or `None`), a one-line check to run after it."
+    before = "每道练习都有一个供你作答的单元格（`...` 或 `None`）和一行检查。"
+    assert i18n.fix_style(english, before) == before
+
+
+def test_fix_catalogs_rewrites_only_what_it_fixes(tmp_path):
+    cat = tmp_path / "cat" / "notebooks"
+    cat.mkdir(parents=True)
+    po = polib.POFile()
+    po.append(polib.POEntry(msgid="**Misconception.** It is so.", msgstr="**常见误解。** 是这样。"))
+    po.append(polib.POEntry(msgid="Fine.", msgstr="很好。"))
+    po.append(polib.POEntry(msgid="\n\\text{a} = 15 \\%\n", msgstr="\n\\text{甲} = 15 \\%\n"))
+    po.save(str(cat / "x.po"))
+    assert i18n.fix_catalogs(tmp_path / "cat") == {"notebooks/x": 1}
+    assert [e.msgstr for e in polib.pofile(str(cat / "x.po"))] == ["**常见误解**。是这样。", "很好。",
+                                                                    "\n\\text{甲} = 15 \\%\n"]
+    assert i18n.fix_catalogs(tmp_path / "cat") == {}
+
+
 def test_translate_markdown_keeps_every_block_in_place():
     source = ("# A title\n\nA paragraph that\nruns over two lines.\n\n> **Misconception.** A quoted\n> claim.\n\n"
               "- an item\n- another item\n\n| a | b |\n|---|---|\n| one | two |\n\n$$\n\\text{out} = 1\n$$\n"
@@ -126,16 +326,175 @@ def test_the_chinese_notebooks_are_generated_and_up_to_date():
     assert not stale, f"stale Chinese notebooks: {stale}; run `python tools/i18n.py notebooks` and commit them"
 
 
+def _code_tokens(source: str) -> list[tuple[int, str]]:
+    """A code cell's tokens without its comments and line breaks inside statements, its figure strings as one
+    placeholder each and the set-up's `language="zh"` left out: what must be equal between the editions."""
+    import io
+    import tokenize
+
+    python = i18n._python_source(source)
+    starts = i18n._offsets(python)
+    figures = [(p.start, p.end) for _, pieces in i18n.figure_literals(source) for p in pieces]
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(python).readline):
+        if tok.type in (tokenize.COMMENT, tokenize.NL):
+            continue
+        at = starts[tok.start[0]] + tok.start[1]
+        end = starts[tok.end[0]] + tok.end[1]
+        if tok.type == tokenize.STRING and any(at <= s <= e <= end for s, e in figures):
+            out.append((tok.type, "<figure string>"))
+        else:
+            out.append((tok.type, tok.string))
+    for n in range(len(out) - 3):
+        if [s for _, s in out[n:n + 4]] == [",", "language", "=", '"zh"']:
+            return out[:n] + out[n + 4:]
+    return out
+
+
 def test_the_chinese_notebooks_run_the_same_code():
-    """The same code and cell metadata as the English notebook, but for the folds' titles (i18n.chinese_toggles)."""
+    """The same code and cell metadata as the English notebook, but for the folds' titles (i18n.chinese_toggles),
+    the comments, the strings a figure shows (i18n.code_translated) and the set-up's `language="zh"`."""
     for zh in sorted(i18n.ZH_NOTEBOOKS.glob("*.ipynb")):
         en = json.loads((ROOT / "notebooks" / zh.name).read_text(encoding="utf-8"))
         cn = json.loads(zh.read_text(encoding="utf-8"))
-        en_code = [i18n.chinese_toggles(c) for c in en["cells"] if c["cell_type"] == "code"]
-        assert [c["source"] for c in en_code] == [c["source"] for c in cn["cells"] if c["cell_type"] == "code"], zh.name
+        en_code = ["".join(i18n.chinese_toggles(c)["source"]) for c in en["cells"] if c["cell_type"] == "code"]
+        cn_code = ["".join(c["source"]) for c in cn["cells"] if c["cell_type"] == "code"]
+        assert len(en_code) == len(cn_code), zh.name
+        for n, (a, b) in enumerate(zip(en_code, cn_code)):
+            assert _code_tokens(a) == _code_tokens(b), f"{zh.name}, code cell {n}: more than comments and figures"
+        assert sum('setup(seed=0, language="zh")' in c for c in cn_code) == 1, zh.name
         assert [c.get("metadata") for c in en["cells"]] == [c.get("metadata") for c in cn["cells"]], zh.name
         prose = "".join("".join(c["source"]) for c in cn["cells"] if c["cell_type"] == "markdown")
         assert len(re.findall(r"[\u3400-\u9fff]", prose)) > 1000, zh.name
+
+
+def test_the_token_comparison_sees_a_changed_name_or_data_string():
+    code = 'x = f(1, "data")  # a comment\nax.set_title("A title")\n'
+    assert _code_tokens(code) == _code_tokens(code.replace("a comment", "注释").replace("A title", "标题"))
+    assert _code_tokens(code) != _code_tokens(code.replace('"data"', '"数据"'))
+    assert _code_tokens(code) != _code_tokens(code.replace("x =", "y ="))
+
+
+# -- code cells: comments and figure strings (locales/zh_CN/code/) -------------------------------------------
+
+CELL = """# Set-up: the first line
+%pip install -q "x # not a comment"
+x = "a # b"  # a trailing comment here
+# A sentence cut over
+# two lines of comments.
+#@title Solution
+y = 1  # noqa: E731
+z = 2  # (B, T, D)
+# print(x, y)
+ax.set_title(f"Loss at step {step:>3}\\n"
+             f"lr = {lr}", fontsize=9)
+ax.plot(xs, ys, label="the loss" if ok else "no loss")
+explore(draw, mode=["train", "test"], alt="Curves for {mode}")
+plt.legend(["one line"], loc="upper left")
+ax.text(0, 1, "$x_t$")
+print("printed words stay")
+device = setup(seed=0)
+"""
+
+
+def test_code_messages_are_prose_comments_and_the_strings_a_figure_shows():
+    found = [(m["context"], m["msgid"]) for m in i18n.code_messages(CELL)]
+    assert found == [("comment", "Set-up: the first line"), ("comment", "a trailing comment here"),
+                     ("comment", "A sentence cut over two lines of comments."),
+                     ("figure", "Loss at step {step:>3}\\nlr = {lr}"), ("figure", "the loss"), ("figure", "no loss"),
+                     ("figure", "Curves for {mode}"), ("figure", "one line")]
+
+
+def test_code_translated_changes_only_comments_figure_strings_and_the_language():
+    t = {("comment", "Set-up: the first line"): "设置：第一行", ("comment", "a trailing comment here"): "行尾注释",
+         ("comment", "A sentence cut over two lines of comments."): "一个被拆成两行注释的句子。",
+         ("figure", "Loss at step {step:>3}\\nlr = {lr}"): "第 {step:>3} 步的损失\\n学习率 = {lr}",
+         ("figure", "the loss"): "损失", ("figure", "Curves for {mode}"): "{mode} 的曲线"}
+    out, missing = i18n.code_translated(CELL, t)
+    assert missing == [("figure", "no loss"), ("figure", "one line")]
+    assert out == CELL.replace("Set-up: the first line", "设置：第一行").replace(
+        "a trailing comment here", "行尾注释").replace("A sentence cut over\n# two lines of comments.", "一个被拆成两行注释的句子。").replace(
+        'f"Loss at step {step:>3}\\n"', 'f"第 {step:>3} 步的损失\\n"').replace('f"lr = {lr}"', 'f"学习率 = {lr}"').replace(
+        '"the loss"', '"损失"').replace('"Curves for {mode}"', '"{mode} 的曲线"').replace(
+        "setup(seed=0)", 'setup(seed=0, language="zh")')
+    assert _code_tokens(out) == _code_tokens(CELL)
+
+
+def test_a_long_comment_block_is_wrapped_to_its_width():
+    block = "    # " + "word " * 30 + "end\n    # of it\nx = 1\n"
+    msgid = i18n.code_messages(block)[0]["msgid"]
+    out, _ = i18n.code_translated(block, {("comment", msgid): "一" * 80 + "，`a_b` 结束。"}, language=False)
+    lines = out.split("\n")
+    assert all(line.startswith("    # ") for line in lines[:-2]) and lines[-2:] == ["x = 1", ""]
+    assert all(i18n.display_width(line) <= 160 for line in lines) and len(lines) >= 3
+    assert "".join(line[6:] for line in lines[:-2]) == "一" * 80 + "，`a_b` 结束。"
+
+
+@pytest.mark.parametrize("context, msgid, msgstr, problem", [
+    ("figure", "Loss at step {step}", "第 {t} 步的损失", "fields differ"),
+    ("figure", "loss of {name!r}", "{name} 的损失", "fields differ"),
+    ("figure", "the loss in a plot", '图中的"损失', "not a valid string literal"),
+    ("figure", "the $x_t$ axis here", "横轴", "math differ"),
+    ("comment", "call `f(x)` on each row", "对每一行调用 f(x)", "code spans differ"),
+    ("comment", "call it on each row", "", "untranslated"),
+    ("comment", "call it on each row", "call it on each row", "no Chinese"),
+    ("comment", "two\nlines", "两\n行", "line break"),
+])
+def test_a_malformed_code_translation_is_caught(context, msgid, msgstr, problem):
+    assert any(problem in p for p in i18n.code_message_problems(context, msgid, msgstr))
+
+
+def test_a_well_formed_code_translation_passes():
+    assert i18n.code_message_problems("figure", "'{token}' at position {p:>2}, $x_t$", "“{token}”在位置 {p:>2}，$x_t$") == []
+    assert i18n.code_message_problems("comment", "call `f(x)` here", "在这里调用 `f(x)`") == []
+    assert "fuzzy" in i18n.code_message_problems("comment", "call it", "调用它", fuzzy=True)[0]
+
+
+def test_code_update_keeps_translations_marks_changed_ones_fuzzy_and_drops_stale_ones(tmp_path):
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": ["x = 1  # the first comment here\n", "y = 2  # a brand new remark\n",
+                                'ax.set_xlabel("position in the sentence")\n']}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "07_x.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    po = polib.POFile()
+    for ctx, msgid, msgstr in [("comment", "the first comment here", "这里的第一条注释"),
+                               ("figure", "position in a sentence", "句中位置"),
+                               ("comment", "a comment that is gone", "已删除的注释")]:
+        po.append(polib.POEntry(msgctxt=ctx, msgid=msgid, msgstr=msgstr))
+    (tmp_path / "notebooks").mkdir()
+    po.save(str(tmp_path / "notebooks" / "07_x.po"))
+    i18n.code_update([path], catalogs=tmp_path)
+    entries = {(e.msgctxt, e.msgid): e for e in polib.pofile(str(tmp_path / "notebooks" / "07_x.po"))}
+    assert set(entries) == {("comment", "the first comment here"), ("comment", "a brand new remark"),
+                            ("figure", "position in the sentence")}
+    assert entries["comment", "the first comment here"].msgstr == "这里的第一条注释"
+    assert entries["comment", "a brand new remark"].msgstr == ""
+    changed = entries["figure", "position in the sentence"]
+    assert changed.msgstr == "句中位置" and "fuzzy" in changed.flags and changed.previous_msgid == "position in a sentence"
+    problems = i18n.code_check([path], catalogs=tmp_path)
+    assert len(problems) == 2 and all(p.startswith("code/07_x [") for p in problems)
+    assert any("untranslated" in p and "brand new" in p for p in problems)
+    assert any("fuzzy" in p and "position in the sentence" in p for p in problems)
+    assert i18n.code_translated("".join(nb["cells"][0]["source"]), i18n.code_translations(path, tmp_path))[0] == \
+        "x = 1  # 这里的第一条注释\ny = 2  # a brand new remark\nax.set_xlabel(\"position in the sentence\")\n"
+
+
+# Notebooks whose code catalog is still being translated (helpers r1/r2/r3, this session): their test is expected
+# to fail; strict, so that a completed catalog must leave this list.
+CODE_CATALOGS_IN_PROGRESS = {"02_positional_encoding", "03_self_attention", "04_multi_head_attention",
+                             "05_add_norm_ffn", "12_inference",
+                             "13_capstone_translator", "13b_real_sentences", "14_bert_and_gpt", "15_since_2017"}
+
+
+@pytest.mark.parametrize("notebook", [
+    pytest.param(p, id=p.stem, marks=[pytest.mark.xfail(strict=True, reason="code catalog being translated")]
+                 if p.stem in CODE_CATALOGS_IN_PROGRESS else [])
+    for p in sorted((ROOT / "notebooks").glob("*.ipynb"))])
+def test_every_comment_and_figure_string_has_a_chinese_translation(notebook):
+    problems = i18n.code_check([notebook])
+    assert not problems, f"{len(problems)} code message(s) to translate or fix (python tools/i18n.py update, " \
+                         f"then edit {i18n.code_catalog_path(notebook).relative_to(ROOT)}):\n" + "\n".join(problems[:40])
 
 
 def _solutions(nb: dict) -> list[dict]:
@@ -182,3 +541,29 @@ def test_the_glossarys_terms_are_words_for_the_chinese_search():
     words = i18n.search_words()
     assert {"位置编码", "束搜索", "教师强制", "标签平滑", "残差连接", "多头注意力"} <= set(words)
     assert all(re.fullmatch(r"[\u3400-\u9fff]+", w) for w in words) and len(words) == len(set(words)) > 80
+
+
+def test_every_section_link_of_the_chinese_notebooks_has_its_anchor():
+    """A link [..](#slug) or [..](NN_x.ipynb#slug) names the English heading's MyST slug; in notebooks/zh/ the
+    heading is Chinese, so it carries <a id="slug"></a> (JupyterLab's fragment lookup finds it; i18n.heading_anchors)."""
+    targets = i18n.link_targets()
+    assert sum(len(f) for f in targets.values()) >= 60
+    for name, fragments in targets.items():
+        text = "\n".join("".join(c["source"]) for c in json.loads((i18n.ZH_NOTEBOOKS / name).read_text(
+            encoding="utf-8"))["cells"] if c["cell_type"] == "markdown")
+        english = json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))["cells"]
+        slugs = {s for cell in i18n.heading_slugs(english) for s in cell}
+        for fragment in fragments:
+            assert fragment in slugs, f"{name}#{fragment}: no English heading has this slug"
+            assert len(re.findall(rf'^#+ [^\n]*<a id="{re.escape(fragment)}"></a>$', text, re.M)) == 1, \
+                f"notebooks/zh/{name}: no heading anchored {fragment!r}"
+
+
+def test_heading_slugs_follow_myst():
+    cells = [{"cell_type": "markdown", "source": ["# The `d_k` scale\n", "\n", "## The math\n", "text\n",
+                                                   "#### Too deep\n"]},
+             {"cell_type": "code", "source": ["# a comment\n"]},
+             {"cell_type": "markdown", "source": ["## The math\n"]}]
+    assert i18n.heading_slugs(cells) == [["the-d_k-scale", "the-math", None], [], ["the-math-1"]]
+    text = i18n.heading_anchors("# 标题\n\n## 数学\n正文", ["the-title", "the-math"], {"the-math"})
+    assert text == '# 标题\n\n## 数学<a id="the-math"></a>\n正文'

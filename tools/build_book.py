@@ -360,7 +360,7 @@ def theme_mode(config: Path = ROOT / "_config.yml") -> str:
 
 
 # a "> **Misconception.** ..." quote that the book's Sphinx extension did not convert
-_PLAIN_MISCONCEPTION = re.compile(r"<blockquote>\s*<div>\s*<p>\s*<strong>(Misconception\.|常见误解。)</strong>")
+_PLAIN_MISCONCEPTION = re.compile(r"<blockquote>\s*<div>\s*<p>\s*<strong>(Misconception\.|常见误解。?)</strong>")
 
 
 def check_site(html_dir: Path, mode: str | None = None) -> list[str]:

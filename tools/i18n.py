@@ -3,16 +3,30 @@
 
     python tools/i18n.py extract   # the English book's messages -> _build/gettext/**/*.pot (about 10 s)
     python tools/i18n.py update    # extract, then bring locales/zh_CN/LC_MESSAGES/**/*.po up to date (sphinx-intl):
-                                   # a changed paragraph turns fuzzy, a new one untranslated
-    python tools/i18n.py check     # extract, then list every message that is missing, untranslated, fuzzy
-                                   # or malformed (exit 1 if any)
-    python tools/i18n.py notebooks # write notebooks/zh/*.ipynb: the notebooks with their markdown in Chinese
-                                   # (the same code; the solutions' toggles in Chinese), for Jupyter and Colab
+                                   # a changed paragraph turns fuzzy, a new one untranslated; then the code
+                                   # catalogs locales/zh_CN/code/notebooks/*.po (as code-update)
+    python tools/i18n.py code-update  # the code catalogs alone (no Sphinx run: about 2 s)
+    python tools/i18n.py check     # extract, then list every message, prose or code, that is missing, untranslated,
+                                   # fuzzy, malformed, against locales/zh_CN/STYLE.md's punctuation and units, or not
+                                   # in terminology.yml's terms (exit 1 if any)
+    python tools/i18n.py fix [PAGE...] # STYLE.md's mechanical fixes in the catalogs (fix_style); check lists the rest
+    python tools/i18n.py notebooks # write notebooks/zh/*.ipynb: the notebooks with their markdown in Chinese, their
+                                   # code's comments and figure strings in Chinese, `setup(..., language="zh")`
+                                   # and the solutions' toggles in Chinese, for Jupyter and Colab
+    python tools/i18n.py package   # the package's own catalog (transformer_lite/book/locale/zh_CN.po: the checks'
+                                   # feedback, figure labels, controls; tools/package_i18n.py): add new messages,
+                                   # drop stale ones, list what is untranslated (exit 1 if any)
 
 Sphinx's gettext builder cuts every prose paragraph of the notebooks' markdown cells and of book/*.md
-into one message; code cells and outputs are not messages (they stay English in both editions).
+into one message. Code cells are not Sphinx messages: their comments and the strings their figures show
+(titles, axis labels, legends, alt text) are messages of a second set of catalogs, one per notebook,
+``locales/zh_CN/code/notebooks/<stem>.po`` with ``msgctxt "comment"`` / ``msgctxt "figure"``, extracted by
+tokenize and the AST (see "code cells" below for what is and is not a message), merged by ``update`` and put
+back, token for token, into ``notebooks/zh/`` by ``notebooks``: names, data strings, printed words and numbers
+stay exactly the English notebook's. The Chinese notebooks call ``setup(seed=..., language="zh")``, which
+switches the package's own strings (checks' feedback, plotting helpers, controls) to Chinese.
 The notebooks are not executed for this. tests/test_i18n.py runs ``check``: a change to the English
-text must update the Chinese in the same commit.
+text or to a comment must update the Chinese in the same commit.
 """
 from __future__ import annotations
 
@@ -133,6 +147,8 @@ def message_problems(msgid: str, msgstr: str, fuzzy: bool = False, may_stay_engl
     out = ["fuzzy: the English changed since it was translated"] if fuzzy else []
     for name, rx in (("code spans", CODE), ("math", MATH), ("link targets", LINK), ("roles", ROLE)):
         a, b = sorted(rx.findall(msgid)), sorted(rx.findall(msgstr))
+        if name == "math":  # the words in a formula's \text{…} are translated (STYLE.md), its symbols are not
+            a, b = (sorted(FORMULA_TEXT.sub(r"\\text{}", m) for m in x) for x in (a, b))
         if a != b:
             out.append(f"{name} differ from the English: {sorted(set(a) ^ set(b))}")
     if is_display_math(msgid):
@@ -154,22 +170,29 @@ def kept_in_english(page: str, msgid: str) -> bool:
     return page == "book/glossary" and (bool(re.fullmatch(r"\*\*[^*]+\*\*", msgid)) or msgid in SHAPE_LETTERS)
 
 
-def check(pot_dir: Path = POT, catalogs: Path = CATALOGS) -> list[str]:
-    """Every message of every page translated, not fuzzy, well formed; each problem names page and paragraph."""
+def check(pot_dir: Path = POT, catalogs: Path = CATALOGS, rules: Path | None = None) -> list[str]:
+    """Every message of every page translated, not fuzzy, well formed and in STYLE.md's punctuation and units
+    (style_problems, unit_problems; ``rules``: terminology.yml, for its exceptions); each problem names page and
+    paragraph."""
     import polib
 
-    problems = []
+    problems, config = [], load_rules(rules or TERMINOLOGY)
     for page, pot in pages(pot_dir).items():
         po_path = catalogs / f"{page}.po"
         if not po_path.exists():
             problems.append(f"{page}: no catalog {po_path} (run `python tools/i18n.py update`)")
             continue
         po = {e.msgid: e for e in polib.pofile(str(po_path)) if not e.obsolete}
+        done = []
         for entry in polib.pofile(str(pot)):
             e = po.get(entry.msgid)
             found = ["missing: a new or changed English paragraph"] if e is None else \
                 message_problems(e.msgid, e.msgstr, "fuzzy" in e.flags, kept_in_english(page, e.msgid))
+            if e is not None and e.msgstr and "fuzzy" not in e.flags:
+                found += style_problems(page, e.msgid, e.msgstr, config)
+                done.append((e.msgid, e.msgstr))
             problems += [f"{page}: {p}: {entry.msgid[:100]!r}" for p in found]
+        problems += [f"{page}: {p}" for p in unit_problems(page, done, config)]
     return problems
 
 
@@ -320,26 +343,61 @@ def glossary_terms() -> list[tuple[str, list[str], list[str]]]:
     return terms
 
 
-def terminology_problems(catalogs: Path = CATALOGS, rules: Path = TERMINOLOGY) -> list[str]:
-    """Every message whose English uses a glossary term and whose Chinese has none of that term's Chinese forms.
-
-    ``rules`` (YAML) lists, per term, the other forms that count (``aliases``: e.g. 注意力 inside 自注意力) and
-    the messages excused, each with its reason (``exceptions``: page, the start of the English, term)."""
-    import polib
+def load_rules(rules: Path = TERMINOLOGY) -> dict:
+    """terminology.yml: ``aliases``, ``forbidden`` (Chinese forms never used for a term) and ``exceptions``."""
     import yaml
 
-    config = yaml.safe_load(rules.read_text(encoding="utf-8")) if rules.exists() else {}
+    return (yaml.safe_load(rules.read_text(encoding="utf-8")) if rules.exists() else None) or {}
+
+
+def excused(rules: dict, page: str, msgid: str, kind: str, name: str) -> bool:
+    """Whether terminology.yml's ``exceptions`` excuse one message of ``page`` from one check: ``kind`` is "term"
+    (a glossary or forbidden term) or "rule" (one of RULE_NAMES); the entry names the start of the English."""
+    return any(x.get("page") == page and x.get(kind) == name and msgid.startswith(x.get("english", "\0"))
+               for x in rules.get("exceptions") or [])
+
+
+def forbidden_problems(page: str, msgid: str, msgstr: str, rules: dict) -> list[str]:
+    """The Chinese forms STYLE.md rules out for a term (terminology.yml ``forbidden``): 栈 for "stack" (unless the
+    English speaks of the data structure), 屏蔽 / 遮挡 / 掩蔽 for the verb "mask", 软件包 / 代码包 / 本包 for
+    "package". Words that merely contain a form (基本包括, 笔记本包含) are listed under ``not_in``."""
+    out = []
+    for rule in rules.get("forbidden") or []:
+        text = msgstr
+        for word in rule.get("not_in") or []:
+            text = text.replace(word, " ")
+        found = [f for f in rule["never"] if f in text]
+        if not found or any(u.lower() in msgid.lower() for u in rule.get("unless_english") or []):
+            continue
+        if excused(rules, page, msgid, "term", rule["term"]):
+            continue
+        out.append(f"{page}: {rule['term']!r} is {rule['use']}, never {' / '.join(found)}: "
+                   f"{msgid[:60]!r} -> {msgstr[:60]!r}")
+    return out
+
+
+def terminology_problems(catalogs: Path = CATALOGS, rules: Path = TERMINOLOGY) -> list[str]:
+    """Every message whose English uses a glossary term and whose Chinese has none of that term's Chinese forms,
+    and every message that uses a form terminology.yml forbids (``forbidden_problems``; the glossary included).
+
+    ``rules`` (YAML) lists, per term, the other forms that count (``aliases``: e.g. 注意力 inside 自注意力), the
+    forms never used (``forbidden``) and the messages excused, each with its reason (``exceptions``: page, the
+    start of the English, term)."""
+    import polib
+
+    config = load_rules(rules)
     aliases = config.get("aliases") or {}
-    excused = {(x["page"], x["term"], x["english"]) for x in config.get("exceptions") or []}
+    excused = {(x["page"], x["term"], x["english"]) for x in config.get("exceptions") or [] if "term" in x}
     terms = glossary_terms()
     known = {t for t, _, _ in terms}
     problems = [f"{rules.name}: {t!r} is not a glossary term" for t in aliases if t not in known]
     for po_path in sorted(catalogs.rglob("*.po")):
         page = str(po_path.relative_to(catalogs).with_suffix(""))
-        if page == "book/glossary":  # the glossary itself names every term in both languages
-            continue
         for e in polib.pofile(str(po_path)):
             if e.obsolete or not e.msgstr:
+                continue
+            problems += forbidden_problems(page, e.msgid, e.msgstr, config)
+            if page == "book/glossary":  # the glossary itself names every term in both languages
                 continue
             if is_display_math(e.msgid):  # a formula is its own translation
                 continue
@@ -357,6 +415,173 @@ def terminology_problems(catalogs: Path = CATALOGS, rules: Path = TERMINOLOGY) -
                     continue
                 problems.append(f"{page}: {term!r} should be {' / '.join(zhs)}: {e.msgid[:80]!r} -> {e.msgstr[:60]!r}")
     return problems
+
+
+# -- style: the punctuation and the units of locales/zh_CN/STYLE.md ----------------------------------------------
+# Each rule reads a message's Chinese without its code spans, formulas, roles, HTML tags and link targets (each
+# replaced by HOLE, which is neither a space nor a letter nor punctuation), so `a, b` or $f(x)$ never trips it.
+
+HOLE = "\ue000"
+_H = r"[\u3400-\u9fff]"  # a Chinese character
+_STOPS = "，。：；！？、"  # full-width punctuation that a space must neither follow nor precede
+_CLOSE = _STOPS + "）》」』”"  # ... and the closing brackets and quotes, which a space must not follow
+STYLE_RULES = {  # name: (pattern, what is wrong and what to write instead)
+    "percent": (re.compile(r"\d(?:[ \u00a0]+[%％]|％)"),
+                "a space before %, or a full-width ％: write 15% (no space, half-width %)"),
+    "space after punctuation": (re.compile(f"[{_CLOSE}][*_]*[ \u00a0]+(?=[^ \u00a0])"),
+                                "a space after full-width punctuation: write 。后面 (no space); after bold or italic "
+                                "put the punctuation outside the markers, **常见误解**。后面, since **常见误解。**后面 "
+                                "does not render as bold"),
+    "space before punctuation": (re.compile(f"(?<=[^ \u00a0\\n{HOLE}])[ \u00a0]+[*_]*[{_STOPS}]"),
+                                 "a space before full-width punctuation: write Mac，好 (no space)"),
+    "ASCII quotes": (re.compile(r'"[^"\n]*"'),
+                     "ASCII quotes in a Chinese message: write “…” (full-width), around English words too"),
+    "ASCII punctuation": (re.compile(f"(?<={_H})[ ]?[,;:!?][ ]?(?={_H})|(?<={_H})\\((?=[^)]*\\))|"
+                                     f"\\)(?={_H})"),
+                          "ASCII , ; : ! ? ( ) next to Chinese characters: write ，；：！？（ ） (a shape such as "
+                          "(B, S, D) keeps its ASCII parentheses, with a space before it)"),
+    "exercise title": (re.compile(r"练习\s*[0-9A-Z]+\.\d+\s*(?:[—–-]+|:)"),
+                       "an exercise title with a dash or ASCII colon: write 练习 3.1：标题 (full-width colon)"),
+}
+# Counts written with Chinese units (1.1 亿, 6300 万) or with Latin ones (110M, 1.5B): one style per page. A model's
+# name keeps its size (Llama 2 7B, Qwen2.5-0.5B): MODEL_NAME is removed first.
+UNITS_ZH = re.compile(r"\d+(?:\.\d+)?\s*[亿万](?!一)")
+UNITS_EN = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?\s?[MB](?![\w-])")
+MODEL_NAME = re.compile(r"[A-Za-z][\w.]*(?:[ -]\d[\d.]*)?[ -]\d+(?:\.\d+)?[MB](?![\w-])")
+
+
+# every rule a terminology.yml exception may name under `rule:`
+RULE_NAMES = (*STYLE_RULES, "exercise instructions", "formula text", "units")
+# \text{…} in a display formula (its own message): words are translated (\text{因果掩码}), labels are not
+FORMULA_TEXT = re.compile(r"\\text\{([^{}]*)\}")
+
+
+# The exercises' instructions, one wording for every variant of the English "Each exercise has a cell for your
+# answer, a one-line check to run after it, and a (worked) solution folded ..." (the parenthesis only where the
+# English names the `...` to replace); a chapter may add sentences after it.
+EXERCISE_INSTRUCTIONS = "每道练习有三部分：一个供你作答的单元格{}，一行作答后运行的检查，以及一份折叠在“显示答案”下的完整解答。"
+EXERCISE_BLANK = "（把其中的 `...` 换成你的答案）"
+
+
+def exercise_instructions(msgid: str) -> str | None:
+    """The Chinese the exercises' instructions must start with, or None if ``msgid`` is not those instructions."""
+    if not msgid.startswith("Each exercise has"):
+        return None
+    return EXERCISE_INSTRUCTIONS.format(EXERCISE_BLANK if "`...`" in msgid else "")
+
+
+def _style_text(text: str) -> str:
+    for rx in (ROLE, CODE, MATH, TAG):  # a role before the code span that ends it
+        text = rx.sub(HOLE, text)
+    return re.sub(r"https?://\S+", HOLE, LINK.sub("]" + HOLE, text))
+
+
+def style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None) -> list[str]:
+    """What one translation does against STYLE.md's punctuation rules (STYLE_RULES), each with the text found and
+    what to write instead; a message listed in terminology.yml's ``exceptions`` under ``rule`` is excused."""
+    rules = load_rules() if rules is None else rules
+    if is_display_math(msgid):  # a formula: its words in \text{…} are translated, its symbols are not
+        words = [t for t in FORMULA_TEXT.findall(msgstr) if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", t)]
+        if words and not excused(rules, page, msgid, "rule", "formula text"):
+            return [f"formula text: English words in a formula: write them in Chinese, e.g. \\text{{因果掩码}} for "
+                    f"\\text{{causal mask}} (a symbol's label such as d_\\text{{model}} stays); found {words[:3]}"]
+        return []
+    inline = [t for m in MATH.findall(msgstr) for t in FORMULA_TEXT.findall(m)
+              if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", t)]
+    if inline and HAN.search(msgstr) and not excused(rules, page, msgid, "rule", "formula text"):
+        return [f"formula text: English words in an inline formula: write them in Chinese, e.g. \\text{{批大小}} for "
+                f"\\text{{batch size}} (a symbol's label such as \\mu_{{\\text{{batch}}}} stays); found {inline[:3]}"]
+    if not HAN.search(msgstr):
+        return []
+    text, out = _style_text(msgstr), []
+    for name, (rx, advice) in STYLE_RULES.items():
+        found = [m.group(0) for m in rx.finditer(text)]
+        if found and not excused(rules, page, msgid, "rule", name):
+            shown = ", ".join(repr(text[max(0, m.start() - 6):m.end() + 6].replace(HOLE, "…"))
+                              for m in list(rx.finditer(text))[:3])
+            out.append(f"{name}: {advice}; found {shown}")
+    wording = exercise_instructions(msgid)
+    if wording and not msgstr.startswith(wording) and not excused(rules, page, msgid, "rule", "exercise instructions"):
+        out.append(f"exercise instructions: not the one wording; write {wording!r} (then any sentences of this page)")
+    return out
+
+
+def unit_problems(page: str, messages: list[tuple[str, str]], rules: dict | None = None) -> list[str]:
+    """A page that writes counts both with 亿/万 and with M/B (``messages``: its (msgid, msgstr) pairs)."""
+    rules = load_rules() if rules is None else rules
+    zh, en = [], []
+    for msgid, msgstr in messages:
+        if is_display_math(msgid) or excused(rules, page, msgid, "rule", "units"):
+            continue
+        text = MODEL_NAME.sub(HOLE, _style_text(msgstr))
+        zh += UNITS_ZH.findall(text)
+        en += UNITS_EN.findall(text)
+    if zh and en:
+        return [f"units: counts written both as {', '.join(dict.fromkeys(zh))} and as {', '.join(dict.fromkeys(en))}"
+                f" on one page: use 亿/万 in prose throughout (1.1 亿, 1.24 亿)"]
+    return []
+
+
+def fix_style(msgid: str, msgstr: str) -> str:
+    """``msgstr`` with STYLE.md's mechanical fixes: a bold or italic lead-in's full-width punctuation moved
+    outside the markers with the space after it dropped (**常见误解。** 后面 -> **常见误解**。后面), other spaces
+    around full-width punctuation dropped, 15 % -> 15%, ASCII "…" -> “…”, ”␣{cite} -> ”{cite}, an exercise
+    title's dash -> 练习 N.M：(its own colon -> ——), and the exercises' one instruction wording. Code spans,
+    formulas, roles, tags and link targets are left alone, and a fix that would change what the message renders
+    or its code, math or links is not made. Terms and units need a translator."""
+    def prose(text: str) -> str:  # the fixes of the text outside code, math, roles, tags and link targets
+        text = re.sub(r"([。：？！])\*\*[ \u00a0]", r"**\1", text)
+        text = re.sub(r"([。？])\*(?!\*)[ \u00a0]", r"*\1", text)
+        text = re.sub(r"(\d)[ \u00a0]*[%％]|(\d)％", lambda m: (m.group(1) or m.group(2)) + "%", text)
+        if text.count('"') % 2 == 0:  # ASCII quotes -> “…”, which take no space on either side
+            text = re.sub(r'[ \u00a0]*"([^"\n]*)"[ \u00a0]*', r"“\1”", text)
+        text = re.sub(f"([{_CLOSE}])([*_]*)[ \u00a0]+(?=\\S)", r"\1\2", text)
+        return re.sub(f"(?<=\\S)[ \u00a0]+([*_]*[{_STOPS}])", r"\1", text)
+
+    protected = re.compile("|".join(f"(?:{rx.pattern})" for rx in (ROLE, CODE, MATH, TAG))
+                           + r"|\]\([^)\s]+\)|https?://\S+")
+    pieces, at = [], 0
+    for m in protected.finditer(msgstr):
+        pieces += [prose(msgstr[at:m.start()]), m.group(0)]
+        at = m.end()
+    out = "".join(pieces + [prose(msgstr[at:])])
+    out = re.sub(r"” (\{[a-z:]+\}`)", r"”\1", out)  # a citation right after a closing quote
+
+    def title(m: re.Match) -> str:
+        head, rest = m.group(1), m.group(2)
+        return f"**练习 {head}：" + rest.replace("：", "——", 1)
+    out = re.sub(r"\*\*练习 ([0-9A-Z]+\.\d+)\s*[—–-]+\s*([^*]*)", title, out)
+    if re.match(r"\*\*Exercise \S+ [—–-] Bug hunt", msgid):  # one name for the bug hunts: 找 bug
+        out = re.sub(r"(\*\*练习 [0-9A-Z]+\.\d+：)(?:找错|排错|捉虫)——", r"\1找 bug——", out)
+    wording = exercise_instructions(msgid)
+    if wording and not out.startswith(wording) and "。" in out:
+        out = wording + out.split("。", 1)[1]
+    if out != msgstr and set(message_problems(msgid, out)) - set(message_problems(msgid, msgstr)):
+        return msgstr
+    return out
+
+
+def fix_catalogs(catalogs: Path = CATALOGS, pages: list[str] | None = None) -> dict[str, int]:
+    """Apply ``fix_style`` to every translated message of ``pages`` (default: every catalog); {page: messages
+    changed}. Run ``check`` afterwards: what remains needs a translator."""
+    import polib
+
+    changed = {}
+    for po_path in sorted(catalogs.rglob("*.po")):
+        page = str(po_path.relative_to(catalogs).with_suffix(""))
+        if pages is not None and page not in pages:
+            continue
+        po, n = polib.pofile(str(po_path), wrapwidth=0), 0
+        for e in po:
+            if e.obsolete or not e.msgstr or is_display_math(e.msgid):
+                continue
+            new = fix_style(e.msgid, e.msgstr)
+            if new != e.msgstr:
+                e.msgstr, n = new, n + 1
+        if n:
+            po.save(str(po_path))
+            changed[page] = n
+    return changed
 
 
 # -- the Chinese notebooks (notebooks/zh/): the English notebooks with their markdown translated ------------
@@ -420,8 +645,80 @@ def translate_markdown(source: str, translations: dict, md=None) -> tuple[str, l
     return text, missing
 
 
+# -- in-page anchors: the English headings' slugs, kept in the Chinese notebooks --------------------------------
+# The chapters link to sections by MyST's slug of the English heading ([...](#the-math), [...](07_masking.ipynb#x);
+# myst_heading_anchors: 3), which is what the site's sections are called. Jupyter names headings otherwise:
+# JupyterLab 4 (@jupyterlab/rendermime's headerAnchors) gives a heading the id "its text with spaces turned into
+# -" (case and punctuation kept: "The-math"), stored as data-jupyter-id since its sanitizer keeps no `id`; a
+# link `#x` is looked up (Notebook.setFragment, a "legacy" fragment) as the element whose data-jupyter-id is x,
+# heading or not. So in notebooks/zh/, whose headings are Chinese, every heading that a link of the book targets
+# gets an empty `<a id="english-slug"></a>` at the end of its line (heading_anchors): the sanitizer turns its id
+# into data-jupyter-id, and both in-page and cross-chapter links (JupyterLab opens the other notebook and applies
+# the fragment) land on it, with the links themselves unchanged (tools/i18n.py check still compares the
+# catalogs' link targets with the English). The site is built from the English sources and the catalogs, so it
+# never sees these tags. Colab: anchor links to headings or to `<a id>`/`<a name>` do not scroll there; only
+# `#scrollTo=<cell id>` does (googlecolab/colabtools issue 3983, open since 2023: "the only anchor links that
+# work are the ones that reference cell ids"). Colab cannot be reached from this machine, so the anchors are
+# tested in JupyterLab only (tests/test_jupyterlab.py).
+
+
+def heading_slugs(cells: list[dict], md=None) -> list[list[str | None]]:
+    """For each cell, the MyST slug of each of its headings in order (None beyond level 3, which MyST does not
+    anchor), unique in the notebook as MyST makes them (a repeated slug gets -1, -2, ...)."""
+    from mdit_py_plugins.anchors.index import slugify
+
+    md, seen, out = md or _markdown_parser(), set(), []
+    for cell in cells:
+        slugs = []
+        if cell["cell_type"] == "markdown":
+            tokens = md.parse("".join(cell["source"]))
+            for i, tok in enumerate(tokens):
+                if tok.type != "heading_open":
+                    continue
+                if int(tok.tag[1]) > 3:
+                    slugs.append(None)
+                    continue
+                title = "".join(c.content for c in tokens[i + 1].children or [] if c.type in ("text", "code_inline"))
+                slug, n = slugify(title), 1
+                while slug in seen:
+                    slug, n = f"{slugify(title)}-{n}", n + 1
+                seen.add(slug)
+                slugs.append(slug)
+        out.append(slugs)
+    return out
+
+
+def link_targets(folder: Path = ROOT / "notebooks") -> dict[str, set[str]]:
+    """{notebook file name: the fragments the notebooks of ``folder`` link to in it}."""
+    import json
+
+    targets: dict[str, set[str]] = {}
+    for path in sorted(folder.glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown":
+                for target, fragment in re.findall(r"\]\(([\w.-]*\.ipynb|)#([^)\s]+)\)", "".join(cell["source"])):
+                    targets.setdefault(target or path.name, set()).add(fragment)
+    return targets
+
+
+def heading_anchors(text: str, slugs: list[str | None], wanted: set[str], md=None) -> str:
+    """``text`` (a markdown cell) with `<a id="slug"></a>` at the end of the line of each heading whose English slug
+    (``slugs``, in order) is in ``wanted``."""
+    md = md or _markdown_parser()
+    lines = text.split("\n")
+    headings = [tok for tok in md.parse(text) if tok.type == "heading_open"]
+    if len(headings) != len(slugs):
+        raise ValueError(f"{len(headings)} headings in the translation, {len(slugs)} in the English: {text[:80]!r}")
+    for tok, slug in zip(headings, slugs):
+        if slug in wanted and tok.map:
+            lines[tok.map[0]] = lines[tok.map[0]].rstrip() + f'<a id="{slug}"></a>'
+    return "\n".join(lines)
+
+
 def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
-    """The Chinese version of one English notebook: markdown translated from its catalog, code cells identical."""
+    """The Chinese version of one English notebook: markdown translated from its catalog; in the code cells, the
+    comments and figure strings translated from its code catalog and `setup(..., language="zh")` (code_translated),
+    the rest of the code identical."""
     import json
 
     import polib
@@ -431,19 +728,28 @@ def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
                if not e.obsolete and e.msgstr and "fuzzy" not in e.flags}
     nb = json.loads(path.read_text(encoding="utf-8"))
     md, missing = md or _markdown_parser(), []
-    for cell in nb["cells"]:
+    code = code_translations(path)
+    wanted = link_targets().get(path.name, set())
+    for cell, slugs in zip(nb["cells"], heading_slugs(nb["cells"], md)):
         if cell["cell_type"] == "markdown":
             text, miss = translate_markdown("".join(cell["source"]), catalog, md)
             missing += miss
-            parts = text.split("\n")
-            cell["source"] = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+            cell["source"] = _lines(heading_anchors(text, slugs, wanted, md) if slugs else text)
         else:
             chinese_toggles(cell)
+            text, _ = code_translated("".join(cell["source"]), code)  # untranslated ones: `check` lists them
+            cell["source"] = _lines(text)
     nb.setdefault("metadata", {})["language_info"] = dict(nb["metadata"].get("language_info", {}), name="python")
     nb["metadata"]["tl_edition"] = {"language": "zh_CN", "source": path.name,
                                     "note": "generated by tools/i18n.py notebooks from the English notebook and "
                                             f"locales/{LANGUAGE}; do not edit"}
     return nb, missing
+
+
+def _lines(text: str) -> list[str]:
+    """A cell's source as Jupyter stores it: a list of lines, each but the last ending in a line break."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def chinese_toggles(cell: dict) -> dict:
@@ -487,16 +793,470 @@ def write_notebooks() -> list[Path]:
     return written
 
 
+# -- code cells: their comments and the strings a figure shows, in Chinese (locales/zh_CN/code/) -------------
+# One catalog per notebook, locales/zh_CN/code/notebooks/<stem>.po, OUTSIDE LC_MESSAGES (Sphinx reads every .po
+# under LC_MESSAGES as a page's catalog). Two contexts:
+#   msgctxt "comment": the text of a `#` comment (found by tokenize, so a `#` inside a string is not one),
+#       without the `#` and the spaces around it. Consecutive full-line comments at one indentation are one
+#       message (their lines joined by spaces): a sentence cut over two lines is translated as one sentence, and
+#       the Chinese is wrapped again to the block's width. Not messages (code_comment_is_prose): Colab's forms
+#       (`#@title`), shebangs, `# noqa`/`# type:`/`# pragma`/`# fmt:`, comments with no English word (shapes like
+#       `(B, T, D)`, formulas like `h_{-1} = 0`) and commented-out code (the text parses as Python and holds `=`
+#       or `(`).
+#   msgctxt "figure": the string literals a figure shows, found with the AST: every string argument (also inside
+#       a list, a tuple or an `a if c else b`) of a call to FIGURE_CALLS, and the keyword arguments FIGURE_KEYWORDS
+#       of any call. The msgid is the literal's source text between its quotes (escapes as written; an f-string's
+#       `{...}` fields kept; implicitly concatenated pieces joined); the Chinese must keep the same `{...}` fields,
+#       code spans and `$...$` math and make a valid literal (checked). Strings that are data (tokens, sentences,
+#       keys, modes passed to functions, printed labels) are never messages: a print's words stay English next to
+#       its numbers, and the code computes exactly what the English notebook does.
+# `tools/i18n.py update` extracts them and merges: a new message untranslated, a changed one fuzzy (the old
+# Chinese of the most similar vanished message of the same context), a vanished one dropped. `notebooks` puts the
+# translations back into notebooks/zh/ token by token (code_translated) and adds `language="zh"` to the set-up
+# call; `check` lists untranslated, fuzzy and malformed code messages with the prose's.
+
+CODE_CATALOGS = LOCALES / LANGUAGE / "code"
+FIGURE_CALLS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "title", "xlabel", "ylabel", "text", "annotate",
+                "legend", "supxlabel", "supylabel", "figtext"}
+FIGURE_KEYWORDS = {"label", "title", "titles", "xlabel", "ylabel", "suptitle", "alt"}
+NOT_PROSE_COMMENT = re.compile(r"#[@!]|#\s*(noqa|type:|pragma|fmt:|-\*-)")
+ENGLISH_WORD = re.compile(r"(?<![\w\\])[A-Za-z]{2,}(?![\w])")
+FIELD = re.compile(r"\{\{|\}\}|\{")
+SETUP_LANGUAGE = ', language="zh"'
+
+
+def code_comment_is_prose(text: str) -> bool:
+    """Whether one comment (with its `#`) is words a reader reads, to translate; see the rules above."""
+    if NOT_PROSE_COMMENT.match(text):
+        return False
+    body = text.lstrip("#").strip()
+    if not ENGLISH_WORD.search(body):
+        return False
+    if "=" in body or "(" in body:
+        import ast
+
+        try:
+            ast.parse(body)
+        except (SyntaxError, ValueError):
+            return True
+        return False
+    return True
+
+
+def format_fields(text: str) -> list[str]:
+    """The `{...}` replacement fields of a literal's text (f-string or str.format template), sorted; `{{`/`}}`
+    are not fields. Nested braces inside a field (`{x:{width}}`) belong to it."""
+    fields, i = [], 0
+    while i < len(text):
+        if text.startswith("{{", i) or text.startswith("}}", i):
+            i += 2
+            continue
+        if text[i] == "{":
+            depth, j = 0, i
+            while j < len(text):
+                depth += {"{": 1, "}": -1}.get(text[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            fields.append(text[i:j + 1])
+            i = j + 1
+            continue
+        i += 1
+    return sorted(fields)
+
+
+def _python_source(source: str) -> str:
+    """A code cell's source with IPython's magics and shell lines (`%pip ...`, `!ls`) blanked to `pass` + spaces
+    of the same length, so that tokenize and ast read it and every position stays where it was."""
+    out = []
+    for line in source.split("\n"):
+        stripped = line.lstrip()
+        if stripped[:1] in ("%", "!") and not stripped.startswith("!="):
+            indent = line[:len(line) - len(stripped)]
+            line = indent + "pass" + " " * max(0, len(stripped) - 4)
+        out.append(line)
+    return "\n".join(out)
+
+
+def _offsets(source: str) -> list[int]:
+    """Character offset of the start of each line (1-based line numbers index it from 1)."""
+    starts = [0, 0]
+    for line in source.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    return starts
+
+
+class _Piece:
+    """One string token of a figure string: where its text between the quotes starts and ends (offsets into the
+    cell's source), and its prefix (f, r, ...)."""
+
+    def __init__(self, start: int, end: int, prefix: str, quote: str):
+        self.start, self.end, self.prefix, self.quote = start, end, prefix, quote
+
+
+def _string_pieces(source: str, start: int, end: int) -> list[_Piece]:
+    """The string tokens between offsets ``start`` and ``end`` of ``source`` (one literal, maybe implicitly
+    concatenated): for each, the span of its text between the quotes."""
+    pieces, i = [], start
+    while i < end:
+        m = re.compile(r"([rRbBuUfF]{0,2})('''|\"\"\"|'|\")").match(source, i)
+        if not m:
+            i += 1
+            continue
+        prefix, quote = m.groups()
+        j = m.end()
+        while not source.startswith(quote, j):
+            j += 2 if source[j] == "\\" else 1
+        pieces.append(_Piece(m.end(), j, prefix, quote))
+        i = j + len(quote)
+    return pieces
+
+
+def _figure_nodes(tree) -> list:
+    import ast
+
+    found = []
+
+    def strings(node):
+        if isinstance(node, (ast.Constant, ast.JoinedStr)):
+            if isinstance(node, ast.JoinedStr) or isinstance(node.value, str):
+                found.append(node)
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            for el in node.elts:
+                strings(el)
+        elif isinstance(node, ast.IfExp):
+            strings(node.body)
+            strings(node.orelse)
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name in FIGURE_CALLS:
+            for arg in node.args:
+                strings(arg)
+        for kw in node.keywords:
+            if kw.arg in FIGURE_KEYWORDS:
+                strings(kw.value)
+    return found
+
+
+def figure_literals(source: str, tree=None) -> list[tuple]:
+    """Every string literal a figure shows in one code cell (whatever its words): ``(node, pieces)``, the pieces
+    being the literal's string tokens (_Piece: the span of the text between its quotes)."""
+    import ast
+
+    python = _python_source(source)
+    tree = tree or ast.parse(python)
+    starts, lines, out = _offsets(python), python.split("\n"), []
+    for node in _figure_nodes(tree):
+        begin = starts[node.lineno] + len(lines[node.lineno - 1].encode()[:node.col_offset].decode())
+        end = starts[node.end_lineno] + len(lines[node.end_lineno - 1].encode()[:node.end_col_offset].decode())
+        out.append((node, _string_pieces(python, begin, end)))
+    return out
+
+
+def code_messages(source: str) -> list[dict]:
+    """The messages of one code cell, in source order: dicts with ``context`` ("comment"/"figure"), ``msgid``,
+    ``line`` (1-based) and what code_translated needs to put a translation back (``spans``: the (start, end)
+    character offsets it replaces; for a comment block, ``indent`` and ``width``; for a figure string, its
+    pieces)."""
+    import ast
+    import io
+    import tokenize
+
+    python = _python_source(source)
+    starts = _offsets(python)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(python).readline))
+        tree = ast.parse(python)
+    except (SyntaxError, tokenize.TokenError) as err:
+        raise ValueError(f"code cell does not parse as Python: {err}\n{source[:200]}") from err
+    messages = []
+    previous = None  # the last full-line comment message, to continue a block
+    for i, tok in enumerate(tokens):
+        if tok.type != tokenize.COMMENT:
+            continue
+        if not code_comment_is_prose(tok.string):
+            previous = None
+            continue
+        (row, col), (_, end_col) = tok.start, tok.end
+        full_line = not python.split("\n")[row - 1][:col].strip()
+        text = tok.string.lstrip("#").strip()
+        at = starts[row] + col + tok.string.index(text)
+        span = (at, at + len(text))
+        if full_line and previous and previous["last_line"] == row - 1 and previous["col"] == col:
+            previous["msgid"] += " " + text
+            previous["spans"].append(span)
+            previous["last_line"] = row
+            previous["width"] = max(previous["width"], end_col)
+            continue
+        message = {"context": "comment", "msgid": text, "line": row, "spans": [span], "col": col,
+                   "last_line": row, "full_line": full_line, "width": end_col,
+                   "prefix": tok.string[:tok.string.index(text)]}
+        messages.append(message)
+        previous = message if full_line else None
+    for node, pieces in figure_literals(python, tree):
+        msgid = "".join(python[p.start:p.end] for p in pieces)
+        if not (ENGLISH_WORD.search(re.sub(r"\$[^$]*\$|\{[^{}]*\}", " ", msgid))):
+            continue  # `$x_{t}$`, "", "{name}": nothing a reader reads as words
+        if any(p.prefix.lower() in ("b", "rb", "br") for p in pieces):
+            continue
+        messages.append({"context": "figure", "msgid": msgid, "line": node.lineno, "pieces": pieces,
+                         "spans": [(p.start, p.end) for p in pieces]})
+    return sorted(messages, key=lambda m: m["spans"][0])
+
+
+def display_width(text: str) -> int:
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def wrap_comment(text: str, width: int) -> list[str]:
+    """``text`` cut into lines of at most ``width`` display columns (a Han character counts two), between Han
+    characters or at spaces, never inside a `code span`."""
+    if display_width(text) <= width:
+        return [text]
+    breaks, in_code = [], False  # positions where a line may end (before text[i])
+    for i, ch in enumerate(text):
+        if ch == "`":
+            in_code = not in_code
+        if i and not in_code and (ch == " " or (HAN.match(ch) and text[i - 1] not in "`") or
+                                  (HAN.match(text[i - 1]) and ch not in "，。：；！？）」”、")):
+            breaks.append(i)
+    lines, start = [], 0
+    while display_width(text[start:]) > width:
+        fits = [b for b in breaks if start < b and display_width(text[start:b].rstrip()) <= width]
+        # rather after a punctuation mark or at a space, if that fills at least 70% of the line
+        good = [b for b in fits if (text[b - 1] in "，。：；！？、）” " or text[b] == " ")
+                and display_width(text[start:b]) >= 0.7 * width]
+        cut = (good or fits)[-1] if fits else next((b for b in breaks if b > start), len(text))
+        lines.append(text[start:cut].rstrip())
+        start = cut + (1 if text[cut:cut + 1] == " " else 0)
+        if start >= len(text):
+            break
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
+
+
+def _figure_replacement(message: dict, msgstr: str, source: str) -> list[tuple[int, int, str]]:
+    """Where a figure string's translation goes: into its one literal; a concatenation (`"...\\n" f"..."`) gets one
+    chunk per piece when the Chinese has as many `\\n`-ended chunks and each fits its piece (fields only in
+    f-pieces), else the whole translation in the first piece and the other pieces emptied."""
+    pieces = message["pieces"]
+    if len(pieces) == 1:
+        return [(pieces[0].start, pieces[0].end, msgstr)]
+    chunks = re.findall(r".*?\\n|.+$", msgstr)
+    if len(chunks) == len(pieces) and all("f" in p.prefix.lower() or not FIELD.search(c)
+                                          for p, c in zip(pieces, chunks)):
+        return [(p.start, p.end, c) for p, c in zip(pieces, chunks)]
+    if any("f" in p.prefix.lower() for p in pieces) and "f" not in pieces[0].prefix.lower():
+        return []  # cannot be placed exactly: check() reports it
+    return [(pieces[0].start, pieces[0].end, msgstr)] + [(p.start, p.end, "") for p in pieces[1:]]
+
+
+def code_translated(source: str, translations: dict, language: bool = True) -> tuple[str, list[tuple[str, str]]]:
+    """A code cell with its comments and figure strings in Chinese (``translations``: {(context, msgid): msgstr})
+    and, when ``language``, `setup(...)` given `language="zh"`; returns ``(source, untranslated)``. Everything
+    else stays byte for byte; a message without a translation stays English."""
+    import ast
+
+    edits, missing = [], []
+    python = _python_source(source)
+    for m in code_messages(source):
+        msgstr = translations.get((m["context"], m["msgid"]))
+        if not msgstr:
+            missing.append((m["context"], m["msgid"]))
+            continue
+        if m["context"] == "figure":
+            edits += _figure_replacement(m, msgstr, python)
+        elif len(m["spans"]) == 1 and not m["full_line"] or len(m["spans"]) == 1 and \
+                display_width(m["prefix"]) + display_width(msgstr) + m["col"] <= max(m["width"], 100):
+            edits.append((*m["spans"][0], msgstr))
+        else:  # a block of full-line comments: wrapped again to its width (at least 60 columns of text)
+            width = max(m["width"] - m["col"] - len(m["prefix"]), 60)
+            lines = wrap_comment(msgstr, width)
+            joiner = "\n" + " " * m["col"] + m["prefix"]
+            first, last = m["spans"][0][0], m["spans"][-1][1]
+            edits.append((first, last, joiner.join(lines)))
+    if language:
+        tree = ast.parse(python)
+        starts = _offsets(python)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setup" and \
+                    not any(k.arg == "language" for k in node.keywords):
+                line = python.split("\n")[node.end_lineno - 1]
+                close = starts[node.end_lineno] + len(line.encode()[:node.end_col_offset].decode()) - 1
+                edits.append((close, close, SETUP_LANGUAGE if node.args or node.keywords else SETUP_LANGUAGE[2:]))
+    for start, end, new in sorted(edits, reverse=True):
+        source = source[:start] + new + source[end:]
+    return source, missing
+
+
+def code_catalog_path(notebook: Path, catalogs: Path = CODE_CATALOGS) -> Path:
+    return catalogs / "notebooks" / f"{notebook.stem}.po"
+
+
+def _code_cells(notebook: Path) -> list[tuple[int, str]]:
+    import json
+
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    return [(n, "".join(c["source"])) for n, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
+
+
+def code_template(notebook: Path):
+    """The code messages of one notebook as a polib catalog (msgstr empty): one entry per (context, msgid),
+    with the cells and lines where it occurs and, as an extracted comment, the line of code it belongs to."""
+    import polib
+
+    pot, seen = polib.POFile(wrapwidth=0), {}
+    for n, source in _code_cells(notebook):
+        lines = source.split("\n")
+        for m in code_messages(source):
+            key = (m["context"], m["msgid"])
+            if key not in seen:
+                code_line = lines[m["line"] - 1].strip()
+                seen[key] = polib.POEntry(msgctxt=m["context"], msgid=m["msgid"], msgstr="",
+                                          comment=code_line[:120] if m["context"] == "figure" else "")
+                pot.append(seen[key])
+            seen[key].occurrences.append((f"cell {n}", str(m["line"])))
+    return pot
+
+
+def code_update(notebooks: list[Path] | None = None, catalogs: Path = CODE_CATALOGS) -> list[Path]:
+    """Bring each notebook's code catalog up to date with its code: new messages untranslated, changed ones fuzzy
+    (the Chinese of the most similar vanished message of the same context, difflib ratio >= 0.6), vanished ones
+    dropped; the entries in the notebook's order. Returns the catalogs written."""
+    import difflib
+
+    import polib
+
+    written = []
+    for notebook in notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")):
+        path = code_catalog_path(notebook, catalogs)
+        old = {(e.msgctxt, e.msgid): e for e in polib.pofile(str(path))} if path.exists() else {}
+        po = code_template(notebook)
+        new_keys = {(e.msgctxt, e.msgid) for e in po}
+        vanished = [e for k, e in old.items() if k not in new_keys and e.msgstr]
+        for e in po:
+            before = old.get((e.msgctxt, e.msgid))
+            if before is not None:
+                e.msgstr, e.flags = before.msgstr, [f for f in before.flags if f == "fuzzy"]
+                e.previous_msgid = before.previous_msgid if "fuzzy" in before.flags else None
+                continue
+            similar = max(((difflib.SequenceMatcher(None, v.msgid, e.msgid).ratio(), i) for i, v in enumerate(vanished)
+                           if v.msgctxt == e.msgctxt), default=(0, None))
+            if similar[0] >= 0.6:
+                v = vanished.pop(similar[1])
+                e.msgstr, e.flags, e.previous_msgid = v.msgstr, ["fuzzy"], v.msgid
+        po.metadata = {"Content-Type": "text/plain; charset=utf-8", "Language": LANGUAGE,
+                       "X-Source": f"notebooks/{notebook.name} (code cells; tools/i18n.py update)"}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        po.save(str(path))
+        written.append(path)
+    return written
+
+
+def code_message_problems(context: str, msgid: str, msgstr: str, fuzzy: bool = False) -> list[str]:
+    """What is wrong with one code message's translation: untranslated, fuzzy, or not the same code spans, math,
+    `{...}` fields (a figure string: they are the f-string's or the template's values), or a figure string's
+    translation that is no valid literal (a bare quote, a raw line break)."""
+    import ast
+
+    if not msgstr.strip():
+        return ["untranslated"]
+    out = ["fuzzy: the English changed since it was translated"] if fuzzy else []
+    checks = [("code spans", CODE), ("math", MATH)]
+    for name, rx in checks:
+        a, b = sorted(rx.findall(msgid)), sorted(rx.findall(msgstr))
+        if a != b:
+            out.append(f"{name} differ from the English: {sorted(set(a) ^ set(b))}")
+    if context == "figure":
+        if format_fields(msgid) != format_fields(msgstr):
+            out.append(f"{{...}} fields differ from the English: {format_fields(msgid)} vs {format_fields(msgstr)}")
+        for quote in ('"', "'"):  # the quotes the English literal can be written in: the Chinese must fit them too
+            try:
+                ast.parse(quote + msgid + quote)
+            except SyntaxError:
+                continue
+            try:
+                ast.parse(quote + msgstr + quote)
+            except SyntaxError as err:
+                out.append(f"not a valid string literal between {quote} quotes: {err.msg}")
+    elif "\n" in msgstr:
+        out.append("a comment's translation holds a line break (the generator wraps it)")
+    if len(ENGLISH_WORD.findall(re.sub(r"`[^`]*`|\$[^$]*\$|\{[^{}]*\}|\w+\(", " ", msgid))) >= 3 and \
+            not HAN.search(msgstr):
+        out.append("no Chinese in a message with English words")
+    return out
+
+
+def code_check(notebooks: list[Path] | None = None, catalogs: Path = CODE_CATALOGS) -> list[str]:
+    """Every comment and figure string of every notebook's code translated, not fuzzy, well formed."""
+    import polib
+
+    problems = []
+    for notebook in notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")):
+        path = code_catalog_path(notebook, catalogs)
+        page = f"code/{notebook.stem}"
+        if not path.exists():
+            problems.append(f"{page}: no code catalog {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}"
+                            f" (run `python tools/i18n.py update`)")
+            continue
+        po = {(e.msgctxt, e.msgid): e for e in polib.pofile(str(path)) if not e.obsolete}
+        for e in code_template(notebook):
+            have = po.get((e.msgctxt, e.msgid))
+            found = ["missing: a new or changed comment or figure string"] if have is None else \
+                code_message_problems(e.msgctxt, e.msgid, have.msgstr, "fuzzy" in have.flags)
+            problems += [f"{page} [{e.msgctxt}]: {p}: {e.msgid[:100]!r}" for p in found]
+    return problems
+
+
+def code_translations(notebook: Path, catalogs: Path = CODE_CATALOGS) -> dict:
+    """{(context, msgid): msgstr} of one notebook's code catalog: the translated, not fuzzy, well-formed entries."""
+    import polib
+
+    path = code_catalog_path(notebook, catalogs)
+    if not path.exists():
+        return {}
+    return {(e.msgctxt, e.msgid): e.msgstr for e in polib.pofile(str(path))
+            if not e.obsolete and e.msgstr and not code_message_problems(e.msgctxt, e.msgid, e.msgstr,
+                                                                          "fuzzy" in e.flags)}
+
+
 def update(pot_dir: Path = POT) -> None:
-    """sphinx-intl update: new messages appear untranslated, changed ones fuzzy, vanished ones obsolete."""
+    """sphinx-intl update: new messages appear untranslated, changed ones fuzzy, vanished ones obsolete; then the
+    code catalogs (code_update)."""
     subprocess.run([str(Path(sys.executable).parent / "sphinx-intl"), "update", "-p", str(pot_dir), "-l", LANGUAGE,
                     "-d", str(LOCALES), "-w", "0"], check=True, cwd=ROOT)
+    code_update()
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=["extract", "update", "check", "notebooks"])
+    ap.add_argument("command", choices=["extract", "update", "code-update", "check", "notebooks", "package", "fix"])
+    ap.add_argument("pages", nargs="*", help="fix: the pages to fix, e.g. notebooks/07_masking (default: all)")
     args = ap.parse_args(argv)
+    if args.command == "package":
+        sys.path.insert(0, str(ROOT / "tools"))
+        import package_i18n
+
+        added, removed = package_i18n.update()
+        problems = package_i18n.problems()
+        for p in problems:
+            print(p)
+        print(f"{package_i18n.CATALOG.relative_to(ROOT)}: {added} added, {removed} removed, "
+              f"{len(problems)} problem(s)")
+        return 1 if problems else 0
+    if args.command == "code-update":
+        print(f"updated {len(code_update())} code catalogs in {CODE_CATALOGS.relative_to(ROOT)}/notebooks/")
+        return 0
+    if args.command == "fix":
+        for page, n in fix_catalogs(pages=args.pages or None).items():
+            print(f"{page}: {n} message(s) fixed")
+        return 0
     if args.command == "notebooks":
         print(f"wrote {len(write_notebooks())} notebooks into {ZH_NOTEBOOKS.relative_to(ROOT)}/")
         return 0
@@ -504,7 +1264,7 @@ def main(argv=None) -> int:
     if args.command == "update":
         update(pot)
     if args.command == "check":
-        problems = check(pot)
+        problems = check(pot) + terminology_problems() + code_check()
         for p in problems:
             print(p)
         print(f"{len(problems)} problem(s) in {len(pages(pot))} pages")

@@ -112,9 +112,11 @@
 
   function readEnglish(text, M) {
     var words = tokens(text, M);
-    if (!words.length) throw new RangeError("text holds no words: type an English sentence");
+    if (!words.length) throw said(new RangeError("text holds no words: type an English sentence"),
+                                  "text holds no words: type an English sentence", {});
     if (words.length > M.config.max_len)
-      throw new RangeError("text has " + words.length + " words; the model reads at most " + M.config.max_len);
+      throw said(new RangeError("text has " + words.length + " words; the model reads at most " + M.config.max_len),
+                 "text has {n} words; the model reads at most {max_words}", {n: words.length, max_words: M.config.max_len});
     var ids = words.map(function (w) { return M.srcIndex.has(w) ? M.srcIndex.get(w) : M.special.unk; });
     var unknown = [];
     words.forEach(function (w) { if (!M.srcIndex.has(w) && unknown.indexOf(w) < 0) unknown.push(w); });
@@ -249,6 +251,15 @@
   }
 
   // -- the page -------------------------------------------------------------------------------
+  // Every text the reader sees, in the page's language: the English template is the key into the box's
+  // settings.text (written by transformer_lite.book.translate.translator_box_html from the package's catalog);
+  // {field}s are filled here. Without an entry the English is shown.
+  function say(box, english, fields) {
+    var text = (box && box.settings && box.settings.text && box.settings.text[english]) || english;
+    return text.replace(/\{(\w+)\}/g, function (m, k) { return fields && k in fields ? String(fields[k]) : m; });
+  }
+  function said(error, english, fields) { error.tl = [english, fields]; return error; }
+
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
     if (attrs) Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
@@ -268,11 +279,11 @@
     var wrap = box.q(".tl-tr-heatmap");
     wrap.textContent = "";
     var table = el("table", {"class": "tl-tr-attn"});
-    table.appendChild(el("caption", null, "Cross-attention of layer " + (layer + 1) + ", head " + (head + 1) +
-      " while writing the greedy translation: each row is one decoding step (the Chinese token it writes), " +
-      "each column an English token; a row sums to 1."));
+    table.appendChild(el("caption", null, say(box, "Cross-attention of layer {layer}, head {head} while writing the " +
+      "greedy translation: each row is one decoding step (the Chinese token it writes), each column an English " +
+      "token; a row sums to 1.", {layer: layer + 1, head: head + 1})));
     var tr = el("tr");
-    tr.appendChild(el("th", {scope: "col"}, "writes \u2193 / reads \u2192"));
+    tr.appendChild(el("th", {scope: "col"}, say(box, "writes \u2193 / reads \u2192")));
     r.words.forEach(function (w) { tr.appendChild(el("th", {scope: "col"}, w)); });
     table.appendChild(tr);
     r.cross[layer][head].forEach(function (row, t) {
@@ -296,25 +307,25 @@
     var read = el("dd");
     r.words.forEach(function (w, i) {
       if (i) read.appendChild(document.createTextNode(" "));
-      read.appendChild(r.unknown.indexOf(w) >= 0 ? el("mark", {title: "not in the vocabulary: read as <unk>"}, w) : document.createTextNode(w));
+      read.appendChild(r.unknown.indexOf(w) >= 0 ? el("mark", {title: say(box, "not in the vocabulary: read as <unk>")}, w) : document.createTextNode(w));
     });
-    dl.appendChild(el("dt", null, "English, as the model reads it")); dl.appendChild(read);
-    dl.appendChild(el("dt", null, "greedy")); dl.appendChild(el("dd", {"class": "tl-tr-greedy", lang: "zh-CN"}, r.greedy_text));
-    dl.appendChild(el("dt", null, "beam search, k = " + r.beam_size)); dl.appendChild(el("dd", {"class": "tl-tr-beam-out", lang: "zh-CN"}, r.beam_text));
+    dl.appendChild(el("dt", null, say(box, "English, as the model reads it"))); dl.appendChild(read);
+    dl.appendChild(el("dt", null, say(box, "greedy"))); dl.appendChild(el("dd", {"class": "tl-tr-greedy", lang: "zh-CN"}, r.greedy_text));
+    dl.appendChild(el("dt", null, say(box, "beam search, k = {k}", {k: r.beam_size}))); dl.appendChild(el("dd", {"class": "tl-tr-beam-out", lang: "zh-CN"}, r.beam_text));
     out.appendChild(dl);
     var notes = [];
-    if (r.unknown.length) notes.push("Not in the model's vocabulary, read as <unk>: " + r.unknown.join(", ") + ".");
-    else notes.push("Every word is in the model's vocabulary.");
-    if (/[\u3400-\u9fff]/.test(r.text)) notes.push("This box reads English: the model translates English into Chinese, so Chinese typed here is unknown to it.");
-    if (r.greedy[r.greedy.length - 1] !== M.special.eos) notes.push("The greedy translation stopped after " + M.decoding.max_new_tokens + " tokens without <eos>.");
+    if (r.unknown.length) notes.push(say(box, "Not in the model's vocabulary, read as <unk>: {words}.", {words: r.unknown.join(", ")}));
+    else notes.push(say(box, "Every word is in the model's vocabulary."));
+    if (/[\u3400-\u9fff]/.test(r.text)) notes.push(say(box, "This box reads English: the model translates English into Chinese, so Chinese typed here is unknown to it."));
+    if (r.greedy[r.greedy.length - 1] !== M.special.eos) notes.push(say(box, "The greedy translation stopped after {n} tokens without <eos>.", {n: M.decoding.max_new_tokens}));
     notes.forEach(function (n) { out.appendChild(el("p", {"class": "tl-tr-note"}, n)); });
     out.appendChild(el("div", {"class": "tl-tr-heatmap"}));
     renderHeatmap(box, r);
     var steps = el("table", {"class": "tl-tr-steps"});
-    steps.appendChild(el("caption", null, "Greedy decoding, step by step: the " + M.decoding.top_k +
-      " most probable next tokens and their probabilities (the first is the one it writes)."));
+    steps.appendChild(el("caption", null, say(box, "Greedy decoding, step by step: the {k} most probable next tokens " +
+      "and their probabilities (the first is the one it writes).", {k: M.decoding.top_k})));
     var head = el("tr");
-    head.appendChild(el("th", {scope: "col"}, "step"));
+    head.appendChild(el("th", {scope: "col"}, say(box, "step")));
     for (var k = 1; k <= M.decoding.top_k; k++) head.appendChild(el("th", {scope: "col"}, "#" + k));
     steps.appendChild(head);
     r.steps.forEach(function (row, t) {
@@ -340,8 +351,8 @@
     if (firstUse === null) firstUse = performance.now();
     if (!loaded[key]) {
       var m = box.settings.models[key];
-      setStatus(box, "Loading the model (" + m.label + ") into your browser (about " +
-        (runtime ? m.model_mb : m.download_mb) + " MB, once)\u2026");
+      setStatus(box, say(box, "Loading the model ({label}) into your browser (about {mb} MB, once)\u2026",
+        {label: m.label, mb: runtime ? m.model_mb : m.download_mb}));
     }
     return load(box.settings.assets, key).then(function (R) {
       return enqueue(function () {
@@ -354,17 +365,18 @@
       render(box, r);
       if (box.firstReady === undefined) box.firstReady = performance.now() - firstUse;
       box.timings.push(r.ms);
-      setStatus(box, "Translated in your browser in " + Math.round(r.ms) + " ms.");
+      setStatus(box, say(box, "Translated in your browser in {ms} ms.", {ms: Math.round(r.ms)}));
       box.root.dataset.tlState = "ready";
     }, function (e) {
       if (seq !== box.seq) return;
       if (e instanceof RangeError) {  // the reader's input: say what is wrong, keep the page as it is
         box.q(".tl-tr-result").textContent = "";
         box.result = null;
-        setStatus(box, e.message.charAt(0).toUpperCase() + e.message.slice(1) + ".");
+        var message = e.tl ? say(box, e.tl[0], e.tl[1]) : e.message;
+        setStatus(box, message.charAt(0).toUpperCase() + message.slice(1) + (/[\u3400-\u9fff]$/.test(message) ? "\u3002" : "."));
         box.root.dataset.tlState = "message";
       } else {
-        setStatus(box, "The translator could not run here: " + e.message);
+        setStatus(box, say(box, "The translator could not run here: {error}", {error: e.message}));
         box.root.dataset.tlState = "error";
       }
     });

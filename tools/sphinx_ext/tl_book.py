@@ -18,8 +18,10 @@ from pathlib import Path
 
 from docutils import nodes
 
-# The first words of a misconception note, per language (the Chinese edition's catalogs translate them).
-MARKERS = ("Misconception.", "常见误解。", "常见误解.")
+# The first words of a misconception note, per language (the Chinese edition's catalogs translate them). The
+# Chinese puts its full stop after the bold, **常见误解**。 (locales/zh_CN/STYLE.md: **常见误解。**后面 does not
+# render as bold); the stop is then the first character of the text after the marker, and is dropped with it.
+MARKERS = ("Misconception.", "常见误解。", "常见误解.", "常见误解")
 
 
 def _misconception_quotes(doctree):
@@ -38,8 +40,11 @@ def convert(app, doctree) -> None:
         title_text = lead.astext().strip().rstrip(".。")
         after = first.children[first.index(lead) + 1:]
         first.remove(lead)
-        if after and isinstance(after[0], nodes.Text):  # the space after "Misconception."
-            first.replace(after[0], nodes.Text(after[0].astext().lstrip()))
+        if after and isinstance(after[0], nodes.Text):  # the space after "Misconception.", or the 。 after **常见误解**
+            rest = after[0].astext().lstrip()
+            if not lead.astext().strip().endswith((".", "。")):
+                rest = rest[1:].lstrip() if rest[:1] in ("。", ".") else rest
+            first.replace(after[0], nodes.Text(rest))
         box = nodes.admonition("", classes=["misconception"])
         box += nodes.title(title_text, title_text)
         box.extend(quote.children)

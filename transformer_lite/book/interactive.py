@@ -27,6 +27,8 @@ import json
 import numbers
 import os
 
+from .i18n import N_, tr
+
 __all__ = ["explore", "live_text", "static_mode", "explore_html", "live_text_html"]
 
 STATIC_ENV = "TRANSFORMER_LITE_STATIC"
@@ -180,7 +182,7 @@ def explore_html(draw, /, *, initial: dict | None = None, max_frames: int = MAX_
     for combo in itertools.product(*(values[n] for n in names)):
         params = dict(zip(names, combo))
         label = ", ".join(f"{k} = {_label(v)}" for k, v in params.items())
-        frame = _run(draw, params, dpi, alt.format(**params) if alt else f"Figure for {label}")
+        frame = _run(draw, params, dpi, alt.format(**params) if alt else tr("Figure for {label}", label=label))
         if frame not in seen:
             seen[frame] = len(frames)
             frames.append(frame)
@@ -270,14 +272,17 @@ def explore(draw, /, *, initial: dict | None = None, max_frames: int = MAX_FRAME
     display(widgets.VBox([widgets.HBox(list(ws.values()), layout=widgets.Layout(flex_flow="row wrap")), out]))
 
 
-_NOTE = "Type your own input when the notebook runs in Jupyter or Colab."
+_NOTE = N_("Type your own input when the notebook runs in Jupyter or Colab.")
+_LABEL = N_("input")
 
 
-def live_text_html(fn, examples, *, dpi: int = 90, label: str = "input", note: str = _NOTE) -> str:
-    """The static-site HTML for ``live_text``: a drop-down of the precomputed examples."""
+def live_text_html(fn, examples, *, dpi: int = 90, label: str = _LABEL, note: str = _NOTE) -> str:
+    """The static-site HTML for ``live_text``: a drop-down of the precomputed examples (the default label and note
+    in the package's language, :mod:`.i18n`)."""
     examples = _check_examples(examples)
-    frames = [_run(lambda text: fn(text), {"text": ex}, dpi, f"Result for {ex}", text_is_html=False)
-              for ex in examples]
+    label, note = tr(label), tr(note)
+    frames = [_run(lambda text: fn(text), {"text": ex}, dpi, tr("Result for {example}", example=ex),
+                   text_is_html=False) for ex in examples]
     uid = _next_id("tl-live")
     options = "".join(f'<option value="{i}">{html.escape(ex)}</option>' for i, ex in enumerate(examples))
     first, frames[0] = frames[0], None  # already in the page
@@ -304,7 +309,7 @@ def _check_examples(examples):
     return examples
 
 
-def live_text(fn, examples, *, dpi: int = 90, label: str = "input", note: str = _NOTE) -> None:
+def live_text(fn, examples, *, dpi: int = 90, label: str = _LABEL, note: str = _NOTE) -> None:
     """A "type your own" box: ``fn(text)`` runs on what the reader types.
 
     ``fn`` may print, return a figure, an HTML object, or a plain string (shown as text).
@@ -319,9 +324,9 @@ def live_text(fn, examples, *, dpi: int = 90, label: str = "input", note: str = 
     import ipywidgets as widgets
 
     examples = _check_examples(examples)
-    box = widgets.Text(value=examples[0], description=label, continuous_update=False,
+    box = widgets.Text(value=examples[0], description=tr(label), continuous_update=False,
                        layout=widgets.Layout(width="100%"))
-    pick = widgets.Dropdown(options=examples, value=examples[0], description="examples")
+    pick = widgets.Dropdown(options=examples, value=examples[0], description=tr("examples"))
     out = widgets.Output()
 
     def run(text):

@@ -9,16 +9,23 @@ import numpy as np
 import torch
 
 
-def setup(seed: int = 0, threads: int | None = None) -> torch.device:
+def setup(seed: int = 0, threads: int | None = None, language: str | None = None) -> torch.device:
     """Seed every generator, print the versions this run uses, and return the device.
+
+    ``language`` ("en" or "zh"; None leaves it as it is) is the language of everything the package shows from
+    here on: the exercise checks' feedback, the figures' default labels, the controls (:mod:`.i18n`).
+    The Chinese notebooks call ``setup(seed=0, language="zh")``.
 
     Training cells use the GPU where one is present (Colab); everything else runs on the CPU.
     ``$TRANSFORMER_LITE_SEED`` replaces ``seed`` (see :mod:`transformer_lite.book.runtime`): the
     portability test re-runs the chapters with other seeds that way.
     """
     from .. import __version__
+    from .i18n import set_language
     from .runtime import book_seed
 
+    if language is not None:
+        set_language(language)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     seed = book_seed(seed)

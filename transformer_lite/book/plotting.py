@@ -9,7 +9,10 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-__all__ = ["OKABE_ITO", "use_book_style", "figure_alt", "attention_heatmap", "attention_grid", "pe_heatmap", "loss_curves"]
+from .i18n import N_, tr
+
+__all__ = ["OKABE_ITO", "use_book_style", "figure_alt", "attention_heatmap", "attention_grid", "pe_heatmap",
+           "loss_curves"]
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -199,8 +202,8 @@ def attention_heatmap(weights, query_tokens=None, key_tokens=None, ax=None, titl
     ax.set_xticks(range(S), kt, rotation=45 if max(map(len, kt), default=0) > 3 else 0, ha="right"
                   if max(map(len, kt), default=0) > 3 else "center")
     ax.set_yticks(range(T), qt)
-    ax.set_xlabel("key (attended to)")
-    ax.set_ylabel("query (attending)")
+    ax.set_xlabel(tr("key (attended to)"))
+    ax.set_ylabel(tr("query (attending)"))
     ax.grid(False)
     if title:
         ax.set_title(title)
@@ -212,7 +215,7 @@ def attention_heatmap(weights, query_tokens=None, key_tokens=None, ax=None, titl
                 ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
                         color="black" if w[i, j] > 0.6 * np.nanmax(w) else "white")
     if colorbar:
-        ax.figure.colorbar(im, ax=ax, label="attention weight", shrink=0.8)
+        ax.figure.colorbar(im, ax=ax, label=tr("attention weight"), shrink=0.8)
     return ax
 
 
@@ -221,7 +224,7 @@ def attention_grid(weights, query_tokens=None, key_tokens=None, titles=None, nco
     w = _to_numpy(weights, "weights", 3)
     H, T, S = w.shape
     if titles is None:
-        titles = [f"head {h}" for h in range(H)]
+        titles = [tr("head {h}", h=h) for h in range(H)]
     if len(titles) != H:
         raise ValueError(f"titles has {len(titles)} entries but weights has {H} heads")
     ncols = ncols or min(H, 4)
@@ -239,30 +242,34 @@ def attention_grid(weights, query_tokens=None, key_tokens=None, titles=None, nco
         if h < H - ncols:
             ax.set_xlabel("")
     fig.colorbar(mpl.cm.ScalarMappable(norm=mpl.colors.Normalize(0, 1), cmap=HEATMAP_CMAP), ax=axes,
-                 label="attention weight", shrink=0.8)
+                 label=tr("attention weight"), shrink=0.8)
     if suptitle:
         fig.suptitle(suptitle)
     return fig
 
 
-def pe_heatmap(pe, ax=None, title="Sinusoidal positional encoding"):
-    """Heatmap of a positional-encoding table ``pe`` (L, D): rows are positions. Returns the Axes."""
+def pe_heatmap(pe, ax=None, title=N_("Sinusoidal positional encoding")):
+    """Heatmap of a positional-encoding table ``pe`` (L, D): rows are positions. Returns the Axes.
+
+    The default title and the labels are in the package's language (:mod:`.i18n`)."""
     p = _to_numpy(pe, "pe", 2)
     if ax is None:
         _, ax = plt.subplots(figsize=(6.0, 3.6))
     im = ax.imshow(p, cmap=HEATMAP_CMAP, vmin=-1.0, vmax=1.0, aspect="auto", interpolation="nearest")
-    ax.set_xlabel("dimension i (0 … D-1)")
-    ax.set_ylabel("position pos")
+    ax.set_xlabel(tr("dimension i (0 … D-1)"))
+    ax.set_ylabel(tr("position pos"))
     ax.grid(False)
     if title:
-        ax.set_title(title)
-    ax.figure.colorbar(im, ax=ax, label="PE value")
+        ax.set_title(tr(title) if isinstance(title, str) else title)
+    ax.figure.colorbar(im, ax=ax, label=tr("PE value"))
     return ax
 
 
-def loss_curves(curves: dict, ax=None, xlabel="training step", ylabel="loss (nats per token)", logy=False,
+def loss_curves(curves: dict, ax=None, xlabel=N_("training step"), ylabel=N_("loss (nats per token)"), logy=False,
                 title=None):
-    """Plot several named curves (label -> list of values) on one Axes. Returns the Axes."""
+    """Plot several named curves (label -> list of values) on one Axes. Returns the Axes.
+
+    The default axis labels are in the package's language (:mod:`.i18n`)."""
     if not isinstance(curves, dict) or not curves:
         raise ValueError(f"curves must be a non-empty dict label -> list of values, got {type(curves).__name__}")
     if ax is None:
@@ -270,8 +277,8 @@ def loss_curves(curves: dict, ax=None, xlabel="training step", ylabel="loss (nat
     for label, ys in curves.items():
         ys = np.asarray(ys, dtype=float)
         ax.plot(np.arange(len(ys)), ys, label=str(label), linewidth=1.6)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set_xlabel(tr(xlabel) if isinstance(xlabel, str) else xlabel)
+    ax.set_ylabel(tr(ylabel) if isinstance(ylabel, str) else ylabel)
     if logy:
         ax.set_yscale("log")
     if title:

@@ -46,6 +46,7 @@ import torch
 
 from ..data import BOS, EOS, UNK, TranslationData, Vocab
 from ..decoding import beam_search, greedy_decode
+from .i18n import N_, language, tr
 from .interactive import _check_examples, static_mode
 
 MAX_NEW_TOKENS = 20  # tokens generated after <bos>, <eos> included (the capstone's setting)
@@ -55,7 +56,7 @@ MAX_BEAM = 8  # the beam-size control goes from 1 (greedy) to this
 SPLIT_BEFORE = "?"  # characters that become words of their own ("where ?" is how the grammar writes it)
 READINGS = ("grammar", "hsk")  # how typed English becomes tokens: see reading_of and read_english
 # The shipped translators the box offers: key -> label of the selector, and the reading of its data.
-SHIPPED = {"grammar": "Grammar translator (chapter 13)", "real": "Real sentences (HSK)"}
+SHIPPED = {"grammar": N_("Grammar translator (chapter 13)"), "real": N_("Real sentences (HSK)")}  # shown via tr()
 SHIPPED_READING = {"grammar": "grammar", "real": "hsk"}
 # What the page loads on first use of each model, in MB: ONNX Runtime Web and the model's file (DOWNLOAD_MB),
 # and the model's file alone (MODEL_MB), loaded when the reader switches to it once the other one ran.
@@ -114,9 +115,10 @@ def read_english(text, vocab: Vocab, max_words: int, reading: str = "grammar") -
         raise TypeError(f"vocab must be a transformer_lite.data.Vocab, got {type(vocab).__name__}")
     words = _tokens(text, _check_reading(reading))
     if not words:
-        raise ValueError("text holds no words: type an English sentence")
+        raise ValueError(tr("text holds no words: type an English sentence"))
     if len(words) > max_words:
-        raise ValueError(f"text has {len(words)} words; the model reads at most {max_words}")
+        raise ValueError(tr("text has {n} words; the model reads at most {max_words}", n=len(words),
+                            max_words=max_words))
     ids = [vocab.stoi.get(w, UNK) for w in words]
     unknown = list(dict.fromkeys(w for w in words if w not in vocab))
     return words, ids, unknown
@@ -278,11 +280,35 @@ def translation_details(model, data, text: str, beam_size: int = 4, top_k: int =
 
 # -- the box -----------------------------------------------------------------------------------
 
-_PROMPT = "Type an English sentence (the model's words are listed below the box), or pick an example."
+_PROMPT = N_("Type an English sentence (the model's words are listed below the box), or pick an example.")
+# The status lines and captions tl-translator.js writes, each as its English template ({field}s filled by the script):
+# the box's settings carry them in the package's language (settings["text"]), so the Chinese lives only in the
+# package's catalog. tests/test_package_i18n.py checks that every t("...") of the script is listed here.
+JS_TEXTS = (
+    N_("Loading the model ({label}) into your browser (about {mb} MB, once)…"),
+    N_("Translated in your browser in {ms} ms."),
+    N_("The translator could not run here: {error}"),
+    N_("text holds no words: type an English sentence"),
+    N_("text has {n} words; the model reads at most {max_words}"),
+    N_("Cross-attention of layer {layer}, head {head} while writing the greedy translation: each row is one "
+       "decoding step (the Chinese token it writes), each column an English token; a row sums to 1."),
+    N_("writes ↓ / reads →"),
+    N_("not in the vocabulary: read as <unk>"),
+    N_("English, as the model reads it"),
+    N_("greedy"),
+    N_("beam search, k = {k}"),
+    N_("Not in the model's vocabulary, read as <unk>: {words}."),
+    N_("Every word is in the model's vocabulary."),
+    N_("This box reads English: the model translates English into Chinese, so Chinese typed here is unknown to it."),
+    N_("The greedy translation stopped after {n} tokens without <eos>."),
+    N_("Greedy decoding, step by step: the {k} most probable next tokens and their probabilities (the first is the "
+       "one it writes)."),
+    N_("step"),
+)
 
 
 def _load_note(mb: int) -> str:
-    return f"The model runs in your browser; it loads (about {mb} MB) when you first use the box."
+    return tr("The model runs in your browser; it loads (about {mb} MB) when you first use the box.", mb=mb)
 
 
 def _offered(model, data, examples) -> dict:
@@ -311,21 +337,24 @@ def translator_box_html(model, data, examples, beam_size: int = 4, assets: str =
     examples = _check_examples(examples)
     cell = shipped_key(data)
     offered = _offered(model, data, examples)
-    models = {key: dict(label=SHIPPED[key], examples=ex, layers=m.config.num_decoder_layers, heads=m.config.nhead,
+    models = {key: dict(label=tr(SHIPPED[key]), examples=ex, layers=m.config.num_decoder_layers, heads=m.config.nhead,
                         download_mb=DOWNLOAD_MB[key], model_mb=MODEL_MB[key])
               for key, (m, _, ex) in offered.items()}
     settings = dict(assets=assets, model=cell, models=models, beam=beam_size, max_beam=MAX_BEAM,
-                    max_new_tokens=MAX_NEW_TOKENS, length_penalty=LENGTH_PENALTY, top_k=TOP_K)
+                    max_new_tokens=MAX_NEW_TOKENS, length_penalty=LENGTH_PENALTY, top_k=TOP_K,
+                    text={english: tr(english) for english in JS_TEXTS})
     hidden = lambda key: "" if key == cell else " hidden"  # noqa: E731
-    model_opts = "".join(f'<option value="{k}"{" selected" if k == cell else ""}>{html.escape(label)}</option>'
+    model_opts = "".join(f'<option value="{k}"{" selected" if k == cell else ""}>{html.escape(tr(label))}</option>'
                          for k, label in SHIPPED.items())
     example_rows = "".join(
-        f'<div class="tl-tr-row tl-tr-examples" data-tl-model="{k}"{hidden(k)}><span>Examples:</span>'
+        f'<div class="tl-tr-row tl-tr-examples" data-tl-model="{k}"{hidden(k)}><span>{html.escape(tr("Examples:"))}</span>'
         + "".join(f'<button type="button" class="tl-tr-example">{html.escape(e)}</button>' for e in ex) + "</div>"
         for k, (_, _, ex) in offered.items())
     word_lists = "".join(
-        f'<details class="tl-tr-vocab" data-tl-model="{k}"{hidden(k)}><summary>{html.escape(SHIPPED[k])}: '
-        f'the English words it knows ({len(d.src_vocab.itos) - 4})</summary>'
+        f'<details class="tl-tr-vocab" data-tl-model="{k}"{hidden(k)}><summary>'
+        + html.escape(tr("{model}: the English words it knows ({n})", model=tr(SHIPPED[k]),
+                         n=len(d.src_vocab.itos) - 4))
+        + '</summary>'
         f'<p>{html.escape(" ".join(sorted(d.src_vocab.itos[4:])))}</p></details>'
         for k, (_, d, _) in offered.items())
     cfg = model.config
@@ -337,20 +366,21 @@ def translator_box_html(model, data, examples, beam_size: int = 4, assets: str =
     return (
         f'<div class="tl-translator" data-tl-model="{cell}">'
         f'<script type="application/json" class="tl-tr-settings">{data_json}</script>'
-        f'<div class="tl-tr-row"><label>Translator <select class="tl-tr-model">{model_opts}</select></label></div>'
-        '<div class="tl-tr-row"><label>English <input type="text" class="tl-tr-input" autocomplete="off" '
-        f'spellcheck="false" value="{html.escape(examples[0])}"></label>'
-        '<button type="button" class="tl-tr-go">Translate</button></div>'
+        f'<div class="tl-tr-row"><label>{html.escape(tr("Translator"))} <select class="tl-tr-model">{model_opts}'
+        '</select></label></div>'
+        f'<div class="tl-tr-row"><label>{html.escape(tr("English"))} <input type="text" class="tl-tr-input" '
+        f'autocomplete="off" spellcheck="false" value="{html.escape(examples[0])}"></label>'
+        f'<button type="button" class="tl-tr-go">{html.escape(tr("Translate"))}</button></div>'
         f'{example_rows}'
         '<div class="tl-tr-row">'
-        f'<label>beam size <input type="range" class="tl-tr-beam" min="1" max="{MAX_BEAM}" value="{beam_size}">'
-        f'<output class="tl-tr-beam-value">{beam_size}</output></label>'
-        f'<label>cross-attention layer <select class="tl-tr-layer">{layer_opts}</select></label>'
-        f'<label>head <select class="tl-tr-head">{head_opts}</select></label></div>'
-        f'<p class="tl-tr-status" role="status" aria-live="polite">{html.escape(_PROMPT)} '
-        f'{html.escape(_load_note(DOWNLOAD_MB[cell]))}</p>'
+        f'<label>{html.escape(tr("beam size"))} <input type="range" class="tl-tr-beam" min="1" max="{MAX_BEAM}" '
+        f'value="{beam_size}"><output class="tl-tr-beam-value">{beam_size}</output></label>'
+        f'<label>{html.escape(tr("cross-attention layer"))} <select class="tl-tr-layer">{layer_opts}</select></label>'
+        f'<label>{html.escape(tr("head"))} <select class="tl-tr-head">{head_opts}</select></label></div>'
+        f'<p class="tl-tr-status" role="status" aria-live="polite">{html.escape(tr(_PROMPT))}'
+        f'{"" if language() == "zh" else " "}{html.escape(_load_note(DOWNLOAD_MB[cell]))}</p>'
         '<div class="tl-tr-result"></div>'
-        f'{word_lists}<noscript>The translator needs JavaScript.</noscript>'
+        f'{word_lists}<noscript>{html.escape(tr("The translator needs JavaScript."))}</noscript>'
         "<script>(function(){if(window.tlTranslatorLoading)return;window.tlTranslatorLoading=1;"
         "var s=document.createElement('script');"
         "s.src=(document.documentElement.dataset.content_root||'')+'_static/tl/tl-translator.js';"
@@ -359,13 +389,13 @@ def translator_box_html(model, data, examples, beam_size: int = 4, assets: str =
 
 def _describe(details: dict) -> str:
     """The text part of the live box: translations, unknown words, step probabilities."""
-    lines = [f"English read:  {' '.join(details['words'])}",
-             f"greedy:        {details['greedy_text']}",
-             f"beam, k = {details['beam_size']}:  {details['beam_text']}",
-             ("unknown words, read as <unk>: " + ", ".join(details["unknown"])) if details["unknown"]
-             else "all words known", "", "greedy decoding, the most probable next tokens at each step:"]
+    lines = [tr("English read:  {words}", words=" ".join(details["words"])),
+             tr("greedy:        {text}", text=details["greedy_text"]),
+             tr("beam, k = {k}:  {text}", k=details["beam_size"], text=details["beam_text"]),
+             tr("unknown words, read as <unk>: {words}", words=", ".join(details["unknown"])) if details["unknown"]
+             else tr("all words known"), "", tr("greedy decoding, the most probable next tokens at each step:")]
     for t, row in enumerate(details["steps"], start=1):
-        lines.append(f"  step {t:2d}: " + "   ".join(f"{w} {p:.3f}" for w, p in row))
+        lines.append("  " + tr("step {t}:", t=f"{t:2d}") + " " + "   ".join(f"{w} {p:.3f}" for w, p in row))
     return "\n".join(lines)
 
 
@@ -389,15 +419,16 @@ def translator_box(model, data, examples, beam_size: int = 4) -> None:
     cell = shipped_key(data)
     offered = {cell: (model, data, examples)}  # the other translator joins when it is selected
     cfg = model.config
-    which = widgets.Dropdown(options=[(label, k) for k, label in SHIPPED.items()], value=cell,
-                             description="translator", layout=widgets.Layout(width="max-content"))
-    box = widgets.Text(value=examples[0], description="English", continuous_update=False,
+    which = widgets.Dropdown(options=[(tr(label), k) for k, label in SHIPPED.items()], value=cell,
+                             description=tr("translator"), layout=widgets.Layout(width="max-content"))
+    box = widgets.Text(value=examples[0], description=tr("English"), continuous_update=False,
                        layout=widgets.Layout(width="100%"))
-    pick = widgets.Dropdown(options=examples, value=examples[0], description="examples")
-    beam = widgets.IntSlider(value=beam_size, min=1, max=MAX_BEAM, description="beam size", continuous_update=False)
+    pick = widgets.Dropdown(options=examples, value=examples[0], description=tr("examples"))
+    beam = widgets.IntSlider(value=beam_size, min=1, max=MAX_BEAM, description=tr("beam size"),
+                             continuous_update=False)
     layer = widgets.Dropdown(options=[(str(n + 1), n) for n in range(cfg.num_decoder_layers)],
-                             value=cfg.num_decoder_layers - 1, description="layer")
-    head = widgets.Dropdown(options=[(str(n + 1), n) for n in range(cfg.nhead)], value=0, description="head")
+                             value=cfg.num_decoder_layers - 1, description=tr("layer"))
+    head = widgets.Dropdown(options=[(str(n + 1), n) for n in range(cfg.nhead)], value=0, description=tr("head"))
     out = widgets.Output()
     switching = []  # non-empty while the controls are being reset for another translator
 
@@ -415,8 +446,9 @@ def translator_box(model, data, examples, beam_size: int = 4) -> None:
             print(_describe(details))
             rows = [d.tgt_vocab.itos[i] for i in details["greedy"]]
             w = torch.tensor(details["cross"][layer.value][head.value])
-            attention_heatmap(w, rows, details["words"], title=f"cross-attention, layer {layer.value + 1}, "
-                              f"head {head.value + 1} (rows: the greedy output)")
+            attention_heatmap(w, rows, details["words"], title=tr(
+                "cross-attention, layer {layer}, head {head} (rows: the greedy output)",
+                layer=layer.value + 1, head=head.value + 1))
             plt.show()
 
     def switch(change):
@@ -424,7 +456,7 @@ def translator_box(model, data, examples, beam_size: int = 4) -> None:
         if key not in offered:
             out.clear_output(wait=True)
             with out:
-                print(f"Loading {SHIPPED[key]}...")
+                print(tr("Loading {model}...", model=tr(SHIPPED[key])))
             m, d = shipped_translator(key)
             offered[key] = (m, d, shipped_examples(key, d))
         m, _, ex = offered[key]

@@ -24,6 +24,7 @@ import json
 import re
 from importlib import resources
 
+from .i18n import N_, tr
 from .interactive import _next_id
 
 __all__ = ["head_view", "model_view", "head_view_html", "model_view_html"]
@@ -127,8 +128,8 @@ def _attn_data(maps, src_tokens, tgt_tokens, batch_index):
     if isinstance(maps, AttentionMaps):
         if tgt is None and (maps.decoder or maps.cross):
             raise ValueError("tgt_tokens is required for the decoder and cross attention of AttentionMaps")
-        stacks = [("Encoder", maps.encoder, src, src), ("Decoder", maps.decoder, tgt, tgt),
-                  ("Cross", maps.cross, tgt, src)]
+        stacks = [(N_("Encoder"), maps.encoder, src, src), (N_("Decoder"), maps.decoder, tgt, tgt),
+                  (N_("Cross"), maps.cross, tgt, src)]
         stacks = [s for s in stacks if s[1]]
     else:
         # one stack; with tgt_tokens it is read as cross attention (queries = tgt, keys = src)
@@ -183,8 +184,8 @@ def _page(uid: str, controls: str, js_name: str, params_json: str) -> str:
 def _filter_select(uid: str, attn_data) -> str:
     if len(attn_data) < 2:
         return ""
-    opts = "".join(f'<option value="{i}">{html.escape(d["name"])}</option>' for i, d in enumerate(attn_data))
-    return f' <label>Attention: <select id="{uid}-filter">{opts}</select></label>'
+    opts = "".join(f'<option value="{i}">{html.escape(tr(d["name"]))}</option>' for i, d in enumerate(attn_data))
+    return f' <label>{html.escape(tr("Attention:"))} <select id="{uid}-filter">{opts}</select></label>'
 
 
 def head_view_html(maps, src_tokens, tgt_tokens=None, batch_index: int = 0, layer: int | None = None,
@@ -196,7 +197,8 @@ def head_view_html(maps, src_tokens, tgt_tokens=None, batch_index: int = 0, laye
     uid = _next_id("tl-bertviz")
     params = {"default_filter": "0", "root_div_id": uid, "layer": layer,
               "heads": list(heads) if heads is not None else None, "include_layers": list(range(n_layers))}
-    controls = f'<label>Layer: <select id="{uid}-layer"></select></label>' + _filter_select(uid, attn_data)
+    controls = (f'<label>{html.escape(tr("Layer:"))} <select id="{uid}-layer"></select></label>'
+                + _filter_select(uid, attn_data))
     return _page(uid, controls, "head_view.js", _params_json(params, attn_data))
 
 

@@ -64,10 +64,17 @@ class Verdict:
         return self.status == "right"
 
     def _text(self) -> str:
+        """What the reader reads, in the package's language (:mod:`transformer_lite.book.i18n`): the message and
+        the hint are matched against the checks' templates in the package's catalog and shown in Chinese there."""
+        from ..i18n import tr, translate_message
+
         mark = {"right": "✓", "wrong": "✗", "todo": "…"}[self.status]
-        text = f"{mark} {self.kind} {self.exercise}: {self.message}"
+        message = translate_message(self.message)
+        text = mark + " " + (tr("Prediction {number}: {message}", number=self.exercise, message=message)
+                             if self.kind == "Prediction" else
+                             tr("Exercise {number}: {message}", number=self.exercise, message=message))
         if self.hint:
-            text += f"\n  Hint: {self.hint}"
+            text += "\n  " + tr("Hint: {hint}", hint=translate_message(self.hint))
         return text
 
     def __repr__(self) -> str:
@@ -75,8 +82,12 @@ class Verdict:
 
     def _repr_html_(self) -> str:
         colour = {"right": "#1a7f37", "wrong": "#cf222e", "todo": "#6e7781"}[self.status]
+        from ..i18n import language
+
         lines = html.escape(self._text()).replace("\n", "<br>")
-        return (f'<div class="tl-verdict tl-verdict-{self.status}" role="status" '
+        lang = ' lang="zh-CN"' if language() == "zh" else ""
+        # i18n: data (HTML, not a message)
+        return (f'<div class="tl-verdict tl-verdict-{self.status}" role="status"{lang} '
                 f'style="border-left:4px solid {colour};padding:0.3em 0.8em;white-space:pre-wrap">{lines}</div>')
 
 

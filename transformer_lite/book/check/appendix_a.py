@@ -18,7 +18,7 @@ from . import Wrong, as_number, call, close, exercise, one_of
 # images it is exactly the model; on one image it adds the [class] token's (zero) position to every token, so it has
 # no positions and the swap test (the two dots' patches exchanged) leaves its logits unchanged, up to rounding.
 
-_PARTS = ("patch embedding", "positions", "class token", "classifier")
+_PARTS = ("patch embedding", "positions", "class token", "classifier")  # i18n: data
 
 
 @exercise("A.1", wrong=[lambda: ("patch embedding", 0.0),    # the patches are embedded right: both images differ

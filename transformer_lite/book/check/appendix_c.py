@@ -107,7 +107,7 @@ def exercise_C_3(my_mixes_batch):
         if not isinstance(got, bool) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
             raise Wrong(f"my_mixes_batch should return True or False, got {type(got).__name__}.")
         if bool(got) != mixes:
-            raise Wrong(f"for {name} your test says {bool(got)}, but it {'does' if mixes else 'does not'} mix the "
-                        f"sentences of a batch.",
+            raise Wrong(f"for {name} your test says {bool(got)}, but it does mix the sentences of a batch." if mixes
+                        else f"for {name} your test says {bool(got)}, but it does not mix the sentences of a batch.",
                         hint="feed a (B, T, D) batch, change only sentence 1, and see whether sentence 0's output moves.")
     return "your behavioural test tells the default nn.MultiheadAttention (mixes) from batch_first=True and tl's (do not)."

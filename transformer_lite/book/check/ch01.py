@@ -13,7 +13,7 @@ from . import Wrong, call, exercise, number
 
 _TOKENIZER_CASES = [
     ("我爱你。", ["我", "爱", "你", "。"]),
-    ("The cat sat.", ["the", "cat", "sat", "."]),
+    ("The cat sat.", ["the", "cat", "sat", "."]),  # i18n: data
     ("I love 北京!", ["i", "love", "北", "京", "!"]),
     ("abc123 你好", ["abc123", "你", "好"]),
     ("他们在公园", ["他", "们", "在", "公", "园"]),
@@ -138,8 +138,9 @@ def exercise_1_2(my_bpe_segment):
 
 # ---- 1.3: bug hunt: a pipeline that turns known words into <unk> ----------------------------------
 
+# i18n: data (the strings below are what the model or the reader reads, not messages)
 _CORPUS = ["The cat sat on the mat.", "The dog sat on the log.", "A cat saw a dog!"]   # the chapter's corpus
-_ENCODE_CASES = _CORPUS + ["The bird sat on the cat.", "A DOG, a cat.", "the mat"]
+_ENCODE_CASES = _CORPUS + ["The bird sat on the cat.", "A DOG, a cat.", "the mat"]  # i18n: data
 
 
 def _vocab():

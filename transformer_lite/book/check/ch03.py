@@ -25,7 +25,7 @@ def _qkv():
 # writes a test from what chapter 3 checked (equality with PyTorch's function; every row of the weights sums to 1)
 # and names the bug.
 
-DIAGNOSES_31 = ("no scale", "softmax over the queries", "keys not transposed", "values not weighted")
+DIAGNOSES_31 = ("no scale", "softmax over the queries", "keys not transposed", "values not weighted")  # i18n: data
 
 
 def suspect_attention(query, key, value):
@@ -125,7 +125,7 @@ def exercise_3_2(my_attention):
 # ---- 3.3: temperature: the scale at which "it" puts 99 % of its weight on "animal" ------------------------
 
 # The chapter's hand-made sentence example: six readable features per word, and W_Q, W_K set by hand.
-SENTENCE = "the animal didn't cross the street because it was too tired".split()
+SENTENCE = "the animal didn't cross the street because it was too tired".split()  # i18n: data
 FEATURES = ["noun", "animate", "pronoun", "verb", "adjective", "function"]
 LEXICON = {
     "the": {"function": 1}, "animal": {"noun": 1, "animate": 1}, "didn't": {"verb": 0.5, "function": 1},

@@ -33,7 +33,7 @@ def _only_bos(model, src, ys):
                          lambda: (lambda model, src, ys: model(src, ys)[:, -1].argmax(-1),)])
 def exercise_12_1(my_greedy_step):
     model, data = _translator()
-    src = data.encode_source(["i have two cats today", "the teacher drinks tea at home"])   # (B, S)
+    src = data.encode_source(["i have two cats today", "the teacher drinks tea at home"])   # (B, S)  # i18n: data
     ys = torch.tensor([[BOS] + data.tgt_vocab.encode("我 今天 有"),
                        [BOS] + data.tgt_vocab.encode("老师 在 家")])                       # (B, t): the words so far
     with torch.no_grad():
@@ -77,7 +77,7 @@ def exercise_12_2(my_choose):
 
     cases = [(_SYNTHETIC, a) for a in (0.0, 0.6, 2.0)] + [(_SYNTHETIC[2:], 0.6)]   # the last: a tie
     model, data = _translator()
-    for english in ("does the cat eat rice ?", "i have two cats today", "cat"):
+    for english in ("does the cat eat rice ?", "i have two cats today", "cat"):  # i18n: data
         for a in (0.0, 0.6, 2.0):
             out, trace = beam_search(model, data.encode_source(english), 4, 20, BOS, EOS, length_penalty=a,
                                      return_trace=True)

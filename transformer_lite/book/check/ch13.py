@@ -174,7 +174,7 @@ def exercise_13_3(my_counts):
 # the words attend to <pad>, so appending padding changes the real words' memory (by about 0.1 to 1 on the shipped
 # model; the right model: below 1e-5).
 
-_PARTS = ("encoder padding mask", "causal mask", "cross-attention padding mask", "positional encoding")
+_PARTS = ("encoder padding mask", "causal mask", "cross-attention padding mask", "positional encoding")  # i18n: data
 
 
 @exercise("13.4", wrong=[lambda: ("causal mask", 0.0),                  # the leak test passes: not the causal mask
@@ -202,7 +202,7 @@ def _football() -> tuple[float, float, float, float]:
     from transformer_lite.decoding import greedy_decode, sequence_log_prob
 
     model, data = _shipped()
-    src = data.encode_source("she watches football")
+    src = data.encode_source("she watches football")  # i18n: data
     with torch.no_grad(), num_threads(1):
         out = greedy_decode(model, src, 20, BOS, EOS)
         ref = torch.tensor([data.tgt_vocab.encode("她 看 足球", add_bos_eos=True)])

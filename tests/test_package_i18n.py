@@ -1,0 +1,359 @@
+"""The package's language switch (transformer_lite/book/i18n.py) and its one catalog (locale/zh_CN.po).
+
+* ``set_language`` / ``$TRANSFORMER_LITE_LANGUAGE`` / ``setup(language=...)`` accept "en" and "zh" only;
+* the catalog holds every message of the package's sources, none stale, every one translated (no fuzzy), with the
+  same {fields} (tools/package_i18n.py; ``tools/i18n.py package`` fixes the list);
+* in Chinese, every registered wrong answer of every exercise, every skeleton, every template of a check (filled
+  with data), predict/reveal give Chinese with no English sentence left; in English they read as before;
+* the figures' default labels, the controls, the translator box (its HTML and the texts its script writes) follow
+  the language, and matplotlib draws the Chinese labels with a CJK font (no missing glyph).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import re
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from transformer_lite.book import check, i18n
+from transformer_lite.book.i18n import set_language, tr, translate_message
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import package_i18n  # noqa: E402
+
+HAN = re.compile(r"[\u3400-\u9fff]")
+# quoted data ('…', "…", “…”, `…`) and <tokens> are not prose
+QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|“[^”]*”|`[^`]*`|<[^>\s]*>")
+CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef“”]+")  # Chinese and its punctuation end a run
+WORD = re.compile(r"[A-Za-z][a-z]+[,.;:!?]?")
+CODE_WORDS = {"sin", "cos", "exp", "log", "max", "min", "sqrt", "softmax", "argmax", "argmin", "ids", "mask", "pad"}
+
+
+def english_runs(text: str, n: int = 3) -> list[str]:
+    """Runs of at least ``n`` plain English words (code, numbers, quoted data and Chinese break a run)."""
+    runs, run = [], []
+    for token in CJK.sub(" | ", QUOTED.sub(" | ", text)).split() + [""]:
+        if WORD.fullmatch(token) and token.rstrip(",.;:!?") not in CODE_WORDS:
+            run.append(token)
+            continue
+        if len(run) >= n:
+            runs.append(" ".join(run))
+        run = []
+    return runs
+
+
+def assert_chinese(text: str, what: str):
+    assert HAN.search(text), f"{what}: no Chinese in {text!r}"
+    assert not english_runs(text), f"{what}: English left in {text!r}: {english_runs(text)}"
+
+
+@pytest.fixture(autouse=True)
+def english_afterwards():
+    before = i18n._current
+    yield
+    i18n._current = before
+
+
+def test_the_detector_sees_english_and_not_code():
+    assert english_runs("✗ 练习 3.1：my_test accepts the suspect, which is wrong.") == \
+        ["accepts the suspect, which is wrong."]
+    assert english_runs("✗ 练习 3.1：my_diagnosis 应为 'no scale'、'softmax over the queries' 之一") == []
+    assert english_runs("softmax(Q Kᵀ / √d_k) V，K.transpose(-2, -1)") == []
+
+
+# ---- the switch ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["fr", "EN", "zh_CN", ""])
+def test_set_language_names_what_it_accepts(bad):
+    with pytest.raises(ValueError, match=r"language must be one of 'en', 'zh', got " + re.escape(repr(bad))):
+        set_language(bad)
+
+
+@pytest.mark.parametrize("bad", [None, 1, ["zh"]])
+def test_set_language_wants_a_str(bad):
+    with pytest.raises(TypeError, match=r"language must be a str.*got " + type(bad).__name__):
+        set_language(bad)
+
+
+def test_the_environment_chooses_the_default(monkeypatch):
+    for value, expected in ((None, "en"), ("en", "en"), ("zh", "zh")):
+        i18n._current = None
+        if value is None:
+            monkeypatch.delenv(i18n.ENV, raising=False)
+        else:
+            monkeypatch.setenv(i18n.ENV, value)
+        assert i18n.language() == expected
+    i18n._current = None
+    monkeypatch.setenv(i18n.ENV, "chinese")
+    with pytest.raises(ValueError, match=r"got 'chinese' from \$TRANSFORMER_LITE_LANGUAGE"):
+        i18n.language()
+
+
+def test_setup_sets_the_language_and_leaves_it_by_default(capsys):
+    from transformer_lite.book.notebook import setup
+
+    set_language("en")
+    setup(seed=0, language="zh")
+    assert i18n.language() == "zh"
+    setup(seed=0)
+    assert i18n.language() == "zh"
+    with pytest.raises(ValueError, match="language must be one of"):
+        setup(seed=0, language="de")
+    setup(seed=0, language="en")
+    assert i18n.language() == "en"
+
+
+def test_tr_translates_formats_and_falls_back_to_english():
+    set_language("zh")
+    assert tr("training step") == "训练步数"
+    assert tr("head {h}", h=3) == "头 3"
+    assert tr("a string the catalog does not have") == "a string the catalog does not have"
+    assert tr("a string the catalog does not have {x}", x=1) == "a string the catalog does not have 1"
+    assert translate_message("a message no template matches, 42.") == "a message no template matches, 42."
+    set_language("en")
+    assert tr("training step") == "training step" and tr("head {h}", h=3) == "head 3"
+    with pytest.raises(TypeError, match="english must be a str"):
+        tr(None)
+
+
+# ---- the catalog -----------------------------------------------------------------------------------------------
+
+def test_the_catalog_has_every_message_translated_and_nothing_stale():
+    assert package_i18n.problems() == []
+
+
+def test_the_catalog_reader_reads_what_polib_reads():
+    import polib
+
+    po = polib.pofile(str(package_i18n.CATALOG), wrapwidth=0)
+    assert i18n.catalog() == {e.msgid: e.msgstr for e in po if e.msgstr and "fuzzy" not in e.flags}
+    assert len(i18n.catalog()) > 450
+
+
+def test_chinese_punctuation_in_the_catalog():
+    for msgid, msgstr in i18n.catalog().items():
+        assert not re.search(r"[\u3400-\u9fff][,;:?!](\s|$)", msgstr), f"half-width punctuation after Chinese: {msgstr!r}"
+        assert not re.search(r"[，。：；！？]\s", msgstr.replace("\n  ", "")), f"space after full-width: {msgstr!r}"
+        assert not re.search(r"[\u3400-\u9fff]\"|\"[\u3400-\u9fff]", QUOTED.sub("", msgstr)), \
+            f"ASCII quotes around Chinese: {msgstr!r}"
+        assert "栈" not in msgstr and "软件包" not in msgstr, msgstr
+
+
+def test_fields_are_found_and_kept():
+    assert package_i18n.fields("{0} should be a number, got {1}.") == ["0", "1"]
+    assert package_i18n.fields("h_{{t-1}} and {name}") == ["name"]
+
+
+def test_the_extraction_reads_f_strings_as_templates():
+    node = ast.parse('f"{name} = {value:g} is not right, {{x}}."').body[0].value
+    assert package_i18n.template(node) == "{0} = {1} is not right, {{x}}."
+    templates = package_i18n.check_templates()
+    assert "{0} should be a number, got {1}." in templates
+    assert not any("softmax over the queries" == t for t in templates)  # data (# i18n: data), not a message
+    assert not any(t.startswith("number should be a non-empty str") for t in templates)  # a programmer's error
+
+
+# ---- the exercise checks ---------------------------------------------------------------------------------------
+
+def _english(verdict) -> str:
+    """What Verdict._text said before the switch existed."""
+    mark = {"right": "✓", "wrong": "✗", "todo": "…"}[verdict.status]
+    text = f"{mark} {verdict.kind} {verdict.exercise}: {verdict.message}"
+    return text + (f"\n  Hint: {verdict.hint}" if verdict.hint else "")
+
+
+def _both(verdict, what):
+    set_language("en")
+    assert repr(verdict) == _english(verdict), what
+    set_language("zh")
+    text = repr(verdict)
+    assert_chinese(text, what)
+    assert text.startswith({"right": "✓", "wrong": "✗", "todo": "…"}[verdict.status] + " "), text
+    assert ("练习 " if verdict.kind == "Exercise" else "预测 ") + verdict.exercise + "：" in text, text
+    if verdict.hint:
+        assert "\n  提示：" in text, text
+    html = verdict._repr_html_()
+    assert 'lang="zh-CN"' in html and HAN.search(html)
+    set_language("en")
+    assert "lang=" not in verdict._repr_html_()
+    return text
+
+
+@pytest.mark.parametrize("number,ex", sorted(check.registry().items()), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_wrong_answer_and_skeleton_reads_in_chinese(number, ex, monkeypatch):
+    monkeypatch.delenv(check.STRICT_ENV, raising=False)
+    set_language("en")  # the checks compute in English; only the display changes
+    for k, make in enumerate(ex.wrong):
+        verdict = ex.function(*make())
+        assert verdict.status == "wrong"
+        _both(verdict, f"exercise {number}, wrong answer {k}")
+    n_args = len(inspect.signature(ex.function).parameters)
+    _both(ex.function(*([...] * max(n_args, 1))), f"exercise {number}, skeleton")
+
+
+def test_every_template_of_the_checks_reads_in_chinese_when_filled_with_data():
+    """Right answers' messages too: each template, its fields filled with data, comes back as its Chinese."""
+    set_language("zh")
+    values = ["(2, 3)", "0.25", "7", "tensor", "x.shape", "1e-05", "[0, 2]"]
+    catalog = i18n.catalog()
+    for msgid in package_i18n.check_templates():
+        n = len(package_i18n.fields(msgid))
+        english = msgid.format(*values[:n]) if n else msgid.replace("{{", "{").replace("}}", "}")
+        chinese = translate_message(english.strip())
+        assert chinese != english.strip(), f"not translated: {english!r}"
+        assert_chinese(chinese, msgid)
+        if n:
+            assert chinese == catalog[msgid].format(*values[:n]), (msgid, chinese)
+
+
+def test_a_message_joined_from_two_templates_is_translated_piece_by_piece():
+    set_language("zh")
+    joined = "table C is the paper's own table." + " Run your test on each of the three."
+    assert translate_message(joined) == "表 C 就是论文自己的表。在这三个表上分别运行你的测试。"
+    assert translate_message("the suspect") == "可疑层"
+
+
+def test_captured_values_that_are_messages_are_translated_too():
+    set_language("zh")
+    text = translate_message("my_test should return True or False, got 3 for the suspect.")
+    assert text == "my_test 应返回 True 或 False，但对 可疑层 返回了 3。" or "可疑层" in text
+
+
+def test_predict_and_reveal_in_chinese():
+    for verdict in (check.predict("99.1", ...), check.reveal("99.2", 3.0), check.predict("99.1", 0.5),
+                    check.reveal("99.1", 0.5), check.reveal("99.1", 2.0)):
+        text = _both(verdict, "prediction")
+        assert text.split("：")[0].endswith("预测 " + verdict.exercise)
+
+
+# ---- figures, controls, the translator box ---------------------------------------------------------------------
+
+def test_figures_label_in_chinese_with_a_cjk_font():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from transformer_lite.book import plotting
+
+    plotting.use_book_style()
+    set_language("zh")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ax = plotting.pe_heatmap(np.zeros((4, 6)))
+        ax2 = plotting.loss_curves({"a": [3, 2, 1], "b": [3, 1, 0.5]})
+        fig = plotting.attention_grid(np.full((2, 3, 3), 1 / 3))
+        for f in (ax.figure, ax2.figure, fig):
+            f.canvas.draw()
+    missing = [str(w.message) for w in caught if "missing from" in str(w.message) or "Glyph" in str(w.message)]
+    assert missing == []
+    assert ax.get_title() == "正弦位置编码" and ax.get_xlabel() == "维度 i（0 … D-1）"
+    assert ax2.get_xlabel() == "训练步数" and ax2.get_ylabel() == "损失（每个词元的奈特数）"
+    assert [a.get_title() for a in fig.axes[:2]] == ["头 0", "头 1"]
+    family = matplotlib.rcParams["font.family"]
+    assert plotting._cjk_font() in family
+    set_language("en")
+    ax3 = plotting.loss_curves({"a": [1, 2]})
+    assert ax3.get_xlabel() == "training step"
+    assert plotting.pe_heatmap(np.zeros((2, 2)), title="my own").get_title() == "my own"
+    plt.close("all")
+
+
+def test_controls_speak_the_language():
+    from transformer_lite.book.interactive import explore_html, live_text_html
+
+    set_language("zh")
+    html = explore_html(lambda n: f"n = {n}", n=[1, 2])
+    live = live_text_html(lambda text: text.upper(), ["a b"])
+    assert "在 Jupyter 或 Colab 中运行笔记本时" in live and ">输入 <select" in live
+    set_language("en")
+    assert "Type your own input" in live_text_html(lambda text: text.upper(), ["a b"])
+    assert html  # text frames carry no alt; the figure's alt default is checked through tr below
+    set_language("zh")
+    assert tr("Figure for {label}", label="n = 1") == "n = 1 时的图"
+
+
+def test_bertviz_controls_in_chinese():
+    import torch
+
+    from transformer_lite.book.viz import head_view_html
+
+    maps = (torch.full((1, 2, 3, 3), 1 / 3),)
+    set_language("zh")
+    assert "<label>层： <select" in head_view_html(maps, ["a", "b", "c"])
+    set_language("en")
+    assert "<label>Layer: <select" in head_view_html(maps, ["a", "b", "c"])
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    from transformer_lite.book.translate import shipped_translator
+
+    return shipped_translator("grammar")
+
+
+def _visible_text(html: str) -> str:
+    html = re.sub(r"<script.*?</script>", " ", html, flags=re.S)
+    html = re.sub(r"<details.*?</details>", lambda m: re.sub(r"<p>.*?</p>", " ", m.group(0), flags=re.S), html,
+                  flags=re.S)  # the word list is data
+    html = re.sub(r'<button type="button" class="tl-tr-example">.*?</button>', " ", html)  # example sentences: data
+    html = re.sub(r'value="[^"]*"', " ", html)
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+def test_the_translator_box_speaks_chinese_and_hands_its_script_the_chinese(shipped):
+    from transformer_lite.book.translate import JS_TEXTS, translator_box_html
+
+    model, data = shipped
+    set_language("zh")
+    html = translator_box_html(model, data, ["i have a cat"])
+    visible = _visible_text(html)
+    assert_chinese(visible, "translator box")
+    for english in ("Translator", "Translate", "Examples:", "beam size", "cross-attention layer", "head",
+                    "English words it knows", "needs JavaScript", "Type an English sentence"):
+        assert english not in visible, english
+    settings = json.loads(re.search(r'class="tl-tr-settings">(.*?)</script>', html).group(1))
+    assert set(settings["text"]) == set(JS_TEXTS)
+    for english, chinese in settings["text"].items():
+        assert_chinese(chinese, english)
+    assert all(HAN.search(m["label"]) for m in settings["models"].values())
+    # the classes the script and the browser tests rely on are unchanged
+    for cls in ("tl-tr-model", "tl-tr-input", "tl-tr-go", "tl-tr-beam", "tl-tr-layer", "tl-tr-head", "tl-tr-status"):
+        assert f'class="{cls}' in html
+    set_language("en")
+    english_html = translator_box_html(model, data, ["i have a cat"])
+    assert ">Translate</button>" in english_html and "<label>English <input" in english_html
+    assert json.loads(re.search(r'class="tl-tr-settings">(.*?)</script>', english_html).group(1))["text"] == \
+        {e: e for e in JS_TEXTS}
+
+
+def test_every_text_the_script_writes_is_in_the_catalog():
+    from transformer_lite.book.translate import JS_TEXTS
+
+    js = (ROOT / "tools" / "site_assets" / "tl-translator.js").read_text(encoding="utf-8")
+    said = set()
+    for m in re.finditer(r'say\(box, ((?:"(?:[^"\\]|\\.)*"\s*\+?\s*)+)', js):
+        said.add("".join(json.loads(s) for s in re.findall(r'"(?:[^"\\]|\\.)*"', m.group(1))))
+    said |= {json.loads(s) for s in re.findall(r'said\(new RangeError\(.*?\),\s*("(?:[^"\\]|\\.)*")', js, flags=re.S)}
+    assert said and said <= set(JS_TEXTS), sorted(said - set(JS_TEXTS))
+    assert set(JS_TEXTS) - said == set(), sorted(set(JS_TEXTS) - said)
+    assert set(JS_TEXTS) <= set(i18n.catalog())
+
+
+def test_reading_errors_follow_the_language(shipped):
+    from transformer_lite.book.translate import read_english
+
+    _, data = shipped
+    set_language("zh")
+    with pytest.raises(ValueError, match="输入中没有单词"):
+        read_english("", data.src_vocab, 10)
+    set_language("en")
+    with pytest.raises(ValueError, match="text holds no words"):
+        read_english("", data.src_vocab, 10)
