@@ -145,6 +145,17 @@ def test_chinese_punctuation_in_the_catalog():
         assert "栈" not in msgstr and "软件包" not in msgstr, msgstr
 
 
+def test_the_catalog_follows_the_books_punctuation_rules():
+    """STYLE.md's rules (tools/i18n.py style_problems), as for the book's catalogs: no ASCII quotes around words in
+    Chinese (a Python string the reader types is written as its repr, 'batch'), no space after full-width
+    punctuation, no ASCII punctuation between Chinese characters."""
+    import i18n as book_i18n  # tools/i18n.py
+
+    problems = {msgid: book_i18n.style_problems("transformer_lite", msgid, msgstr, rules={})
+                for msgid, msgstr in i18n.catalog().items()}
+    assert {m: p for m, p in problems.items() if p} == {}
+
+
 def test_fields_are_found_and_kept():
     assert package_i18n.fields("{0} should be a number, got {1}.") == ["0", "1"]
     assert package_i18n.fields("h_{{t-1}} and {name}") == ["name"]
@@ -216,13 +227,19 @@ def test_a_message_joined_from_two_templates_is_translated_piece_by_piece():
     set_language("zh")
     joined = "table C is the paper's own table." + " Run your test on each of the three."
     assert translate_message(joined) == "表 C 就是论文自己的表。在这三个表上分别运行你的测试。"
-    assert translate_message("the suspect") == "可疑层"
+    assert translate_message("the suspect") == "可疑实现"
 
 
 def test_captured_values_that_are_messages_are_translated_too():
     set_language("zh")
-    text = translate_message("my_test should return True or False, got 3 for the suspect.")
-    assert text == "my_test 应返回 True 或 False，但对 可疑层 返回了 3。" or "可疑层" in text
+    # a label that is a message is translated inside the message, without the space the English needed
+    assert translate_message("my_test should return True or False, got 3 for the suspect.") == \
+        "my_test 应返回 True 或 False，但对可疑实现返回了 3。"
+    assert translate_message("your test is right, but the bug is not the unbiased variance.") == \
+        "你的测试是对的，但 bug 不是无偏方差。"
+    # data stays as it is, with its spaces
+    assert translate_message("my_test rejects tl.sinusoidal_positional_encoding, which is a valid sinusoidal "
+                             "encoding.") == "my_test 拒绝了 tl.sinusoidal_positional_encoding，而它是一个有效的正弦编码。"
 
 
 def test_predict_and_reveal_in_chinese():
@@ -263,6 +280,29 @@ def test_figures_label_in_chinese_with_a_cjk_font():
     ax3 = plotting.loss_curves({"a": [1, 2]})
     assert ax3.get_xlabel() == "training step"
     assert plotting.pe_heatmap(np.zeros((2, 2)), title="my own").get_title() == "my own"
+    plt.close("all")
+
+
+def test_chinese_labels_get_the_cjk_font_without_setup():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from transformer_lite.book import plotting
+
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()  # as in a kernel that never called setup() / use_book_style()
+        set_language("zh")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            plotting.loss_curves({"a": [1, 2]}).figure.canvas.draw()
+        assert [str(w.message) for w in caught if "missing from" in str(w.message)] == []
+        set_language("en")
+        matplotlib.rcdefaults()
+        plotting.loss_curves({"a": [1, 2]})
+        assert plotting._cjk_font() not in matplotlib.rcParams["font.family"]  # English: left as it is
     plt.close("all")
 
 

@@ -31,8 +31,15 @@ Steps:
    ``_config.yml`` (the colour mode, the extension list without sphinx-thebe); the checks fail the
    build if it did not take: no page > 2 MB, the site < 80 MB (two editions), no reference to another host left in a
    src/href that the browser would load, no ipywidgets output, the configured colour mode on every page.
-6. The Chinese edition (tools/i18n.py) is built into ``_build/html/zh/`` from the same cache; its search index must
-   hold Chinese words (jieba, with the glossary's terms as words), else search finds its pages by their titles alone.
+6. The Chinese edition (tools/i18n.py) is built into ``_build/html/zh/`` from its own execution: the Chinese
+   notebooks (notebooks/zh/: Chinese comments and figure strings, ``setup(language="zh")``) are executed as in
+   step 3, with ``TRANSFORMER_LITE_LANGUAGE=zh`` too, into their own cache (``_build/.jupyter_cache_zh``), so the
+   checks' feedback, the figures (and their alt text) and the controls are Chinese. Each chapter page is built from
+   the English notebook's markdown (the catalogs translate it: their msgids are the English paragraphs, and the
+   anchors stay the English slugs every link uses) with the Chinese notebook's executed code cells in place of the
+   English ones (i18n.zh_site_notebooks; the cells must correspond one to one), nothing executed by Sphinx. Its
+   search index must hold Chinese words (jieba, with the glossary's terms as words), else search finds its pages by
+   their titles alone.
 """
 from __future__ import annotations
 
@@ -55,7 +62,9 @@ NODE = ROOT / "node_modules"
 MAX_PAGE = 2 * 1024 * 1024
 MAX_PDF = 40 * 1024 * 1024   # each edition's PDF (`make pdf`), linked from every page when it exists: not in MAX_SITE
 MAX_SITE = 80 * 1024 * 1024  # two editions (each with its own _static/: MathJax, the theme; the translators once, in the English one)
-CACHE = ROOT / "_build" / ".jupyter_cache"  # Jupyter Book 1's execution cache (also read by the Chinese edition)
+CACHE = ROOT / "_build" / ".jupyter_cache"  # Jupyter Book 1's execution cache of the English notebooks
+CACHE_ZH = ROOT / "_build" / ".jupyter_cache_zh"  # the Chinese notebooks' (notebooks/zh/), executed in Chinese
+ZH_PAGES = ROOT / "_build" / ".zh-notebooks"  # what the Chinese site's chapters are built from (zh_site_notebooks)
 JOBS = 2  # chapters executed at once: each trains on one thread (runtime.num_threads(1)), the machines have 2 cores
 
 # (source in node_modules, destination under _assets/tl)
@@ -141,15 +150,18 @@ def write_translator(dest: Path) -> dict:
     return result
 
 
-def execute_into_cache(notebooks: list[Path], jobs: int = JOBS, timeout: int = 300) -> list[str]:
-    """Execute the notebooks that Jupyter Book's execution cache lacks, ``jobs`` at a time (step 3 of the
-    module docstring), and cache them as Jupyter Book would. Returns the problems (a chapter that raised)."""
+def execute_into_cache(notebooks: list[Path], jobs: int = JOBS, timeout: int = 300, cache_dir: Path = CACHE,
+                       extra_env: dict | None = None) -> list[str]:
+    """Execute the notebooks that the execution cache ``cache_dir`` lacks, ``jobs`` at a time (step 3 of the
+    module docstring), and cache them as Jupyter Book would. Returns the problems (a chapter that raised).
+    ``extra_env`` is added to the kernels' environment (the Chinese pass: TRANSFORMER_LITE_LANGUAGE=zh and its
+    own TRANSFORMER_LITE_IMPORT_LOG)."""
     import nbformat
     from concurrent.futures import ThreadPoolExecutor
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
-    cache = get_cache(str(CACHE))
+    cache = get_cache(str(cache_dir))
     todo = []
     for path in notebooks:
         try:
@@ -158,7 +170,7 @@ def execute_into_cache(notebooks: list[Path], jobs: int = JOBS, timeout: int = 3
             todo.append(path)
     if not todo:
         return []
-    env = build_env()
+    env = dict(build_env(), **(extra_env or {}))
     env["TRANSFORMER_LITE_CACHE"] = tempfile.mkdtemp(prefix="tl-build-cache-")  # nothing trained before
     shutil.rmtree(env["TRANSFORMER_LITE_IMPORT_LOG"], ignore_errors=True)
     Path(env["TRANSFORMER_LITE_IMPORT_LOG"]).mkdir(parents=True)
@@ -423,22 +435,46 @@ def chinese_search_problems(zh_dir: Path) -> list[str]:
     return problems
 
 
-def chinese_edition(html_dir: Path) -> list[str]:
-    """Build the Chinese edition into html_dir/zh from the catalogs (tools/i18n.py), with the English
-    build's notebook outputs: the notebooks run once, for both editions. Returns the problems."""
+ZH_ENV = {"TRANSFORMER_LITE_LANGUAGE": "zh",  # the package's checks, figures and controls speak Chinese
+          "TRANSFORMER_LITE_IMPORT_LOG": str(ROOT / "_build" / ".kernel-imports-zh")}
+
+
+def execute_chinese_notebooks() -> list[str]:
+    """Execute notebooks/zh/ (the chapters with Chinese markdown, comments and figure strings, tools/i18n.py) into
+    their own execution cache, as the English ones are (two at a time, each in a new empty folder, strict exercises,
+    static controls), in Chinese: ``TRANSFORMER_LITE_LANGUAGE=zh``. Unchanged notebooks are not run again."""
     import i18n
 
+    log("the Chinese notebooks (notebooks/zh/), executed in Chinese")
+    notebooks = [i18n.ZH_NOTEBOOKS / f"{Path(d).name}.ipynb" for d in toc_entries(ROOT / "_toc.yml")
+                 if d.startswith("notebooks/") and (ROOT / f"{d}.ipynb").exists()]
+    missing = [p for p in notebooks if not p.exists()]
+    if missing:
+        return [f"no Chinese notebook {p.relative_to(ROOT)} (run `python tools/i18n.py notebooks`)" for p in missing]
+    problems = execute_into_cache(notebooks, cache_dir=CACHE_ZH, extra_env=ZH_ENV)
+    return problems + installed_package_used(Path(ZH_ENV["TRANSFORMER_LITE_IMPORT_LOG"]))
+
+
+def chinese_edition(html_dir: Path) -> list[str]:
+    """Build the Chinese edition into html_dir/zh: the English book's markdown translated by the catalogs
+    (tools/i18n.py), and the chapters' code cells and outputs from the Chinese notebooks' own execution
+    (execute_chinese_notebooks, i18n.zh_site_notebooks). Returns the problems."""
+    import i18n
+
+    problems = execute_chinese_notebooks()
     t0 = time.time()
+    try:
+        sources = i18n.zh_site_notebooks(CACHE_ZH, ZH_PAGES)
+    except (KeyError, ValueError) as e:  # a chapter without its Chinese execution, or cells that do not correspond
+        return problems + [f"the Chinese edition cannot be built: {e}"]
     log("the Chinese edition (locales/zh_CN) into _build/html/zh/")
-    proc = i18n.build_edition(html_dir / "zh", ROOT / "_build" / ".doctrees-zh", ROOT / "_build" / ".jupyter_cache",
-                              build_env())
+    proc = i18n.build_edition(html_dir / "zh", ROOT / "_build" / ".doctrees-zh", sources, build_env())
     sys.stdout.write(proc.stdout[-5000:])
     sys.stderr.write(proc.stderr[-20000:])
-    problems = []
     if proc.returncode != 0:
         problems.append(f"the Chinese edition failed (sphinx-build exit {proc.returncode})")
     ran = [line for line in (proc.stdout + proc.stderr).splitlines() if "Executing notebook" in line]
-    if ran:  # its outputs must come from the English build's execution cache
+    if ran:  # its outputs must come from the Chinese notebooks' execution (nb_execution_mode off)
         problems.append(f"the Chinese edition executed notebooks again: {ran[:3]}")
     if proc.returncode == 0:
         problems += chinese_search_problems(html_dir / "zh")
@@ -477,7 +513,9 @@ def main(argv=None) -> int:
     problems = execute_into_cache([ROOT / f"{d}.ipynb" for d in toc_entries(ROOT / "_toc.yml")
                                    if (ROOT / f"{d}.ipynb").exists()])
     # --existing-only: links to the missing chapters are expected; every other warning still fails
+    t_sphinx = time.time()
     proc = jupyter_book(ROOT, toc=toc, strict=not args.existing_only)
+    log(f"English edition built in {time.time() - t_sphinx:.0f} s")
     sys.stdout.write(proc.stdout[-20000:])
     sys.stderr.write(proc.stderr[-20000:])
     html_dir = ROOT / "_build" / "html"

@@ -25,7 +25,9 @@ PACKAGE = ROOT / "transformer_lite"
 CHECKS = PACKAGE / "book" / "check"
 CATALOG = PACKAGE / "book" / "locale" / "zh_CN.po"
 DATA_MARK = "# i18n: data"
-PROSE = re.compile(r"(?<![\w{])[A-Za-z][a-z]+ [A-Za-z][a-z]+(?![\w}])")
+PROSE = re.compile(r"(?<![\w{])[A-Za-z][a-z]+ [A-Za-z][a-z]+(?![\w}])")  # two English words in a row
+GROUP = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{\d*\}")  # (arguments), [indices], {fields}
+WORD = re.compile(r"(?<![\w.'\"<-])[a-z]{2,}(?![\w(.\['\"=>-])")  # a word on its own, not a name or a call
 FIELD = re.compile(r"(?<!\{)\{(\w*)(?:![rsa])?(?::[^{}]*)?\}(?!\})")
 HAN = re.compile(r"[\u3400-\u9fff]")
 
@@ -50,6 +52,18 @@ def template(node: ast.AST) -> str | None:
     return None
 
 
+def is_message(text: str) -> bool:
+    """English prose: two English words in a row, or, in a text with a space, one word standing outside every
+    (argument list) and [index] ("my_clip(...)[{0}] for {1}", "repeats({0}) returned {1}, expected {2}.")."""
+    if PROSE.search(text):
+        return True
+    if " " not in text.strip():
+        return False
+    for _ in range(4):
+        text = GROUP.sub("", text)
+    return bool(WORD.search(text))
+
+
 def _is_error_call(node: ast.AST) -> bool:
     if not isinstance(node, ast.Call):
         return False
@@ -72,8 +86,10 @@ def check_templates(folder: Path = CHECKS) -> dict[str, list[str]]:
                 skip.add(id(body[0].value))  # docstrings
             if isinstance(node, ast.JoinedStr):
                 skip.update(id(v) for v in ast.walk(node) if v is not node)  # an f-string's own pieces
-            if _is_error_call(node) or (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "exercise"):
-                skip.update(id(v) for v in ast.walk(node) if v is not node)  # programmers' errors; wrong answers
+            if _is_error_call(node) or (isinstance(node, ast.Call) and getattr(node.func, "id", "") in
+                                        ("exercise", "tr", "N_")):
+                skip.update(id(v) for v in ast.walk(node) if v is not node)  # programmers' errors; wrong answers;
+                # tr()/N_() strings are messages of the other kind (tr_strings)
             if isinstance(node, ast.Dict):
                 skip.update(id(k) for k in node.keys if k is not None)  # lookup keys, not shown
             if isinstance(node, ast.Subscript):
@@ -84,7 +100,7 @@ def check_templates(folder: Path = CHECKS) -> dict[str, list[str]]:
             if id(node) in skip:
                 continue
             text = template(node)
-            if text is None or not PROSE.search(text):
+            if text is None or not is_message(text):
                 continue
             if any(DATA_MARK in lines[i - 1] for i in range(max(1, node.lineno - 1), node.end_lineno + 1)
                    if i == node.lineno - 1 and lines[i - 1].lstrip().startswith("#") or i >= node.lineno):

@@ -9,6 +9,8 @@
  *                                         (tools/web_export.py), vocabularies, reading rules
  * and another model-KEY.js only when the reader selects that translator.
  * Classic scripts, not fetch(): a page opened from disk (file://) may load scripts, not fetch files.
+ * Every text it writes (status lines, captions) is looked up by its English in the box's settings.text, which
+ * translator_box_html fills in the package's language (its catalog, transformer_lite/book/locale/zh_CN.po).
  *
  * Decoding follows transformer_lite.decoding line by line (greedy_decode, beam_search with the GNMT
  * length penalty), and the words are read by transformer_lite.book.translate.read_english's rules,

@@ -135,6 +135,51 @@ def depart_hidden_cell(self, node) -> None:
     self.body.append("</details>\n")
 
 
+def alt_text_from_outputs() -> None:
+    """A notebook's image takes its ``<img alt>`` from the output's own metadata, ``{"image/png": {"alt": ...}}``:
+    what ``transformer_lite.book.plotting`` gives every matplotlib figure (its titles, axis labels, legend), in the
+    notebook's language. myst-nb 1.x reads only ``width`` and ``height`` there (``alt`` only from the cell's
+    ``mystnb.image`` metadata), and Sphinx writes the file's path when an image has no alt: myst-nb's
+    ``render_image`` is wrapped to add it. A cell's own ``mystnb.image.alt`` still wins."""
+    from myst_nb.core.render import NbElementRenderer
+
+    render = NbElementRenderer.render_image
+    if getattr(render, "tl_alt_text", False):
+        return
+
+    def render_image(self, data):
+        made = render(self, data)
+        alt = (data.output_metadata or {}).get(data.mime_type, {}).get("alt")
+        if isinstance(alt, str) and alt.strip():
+            for node in made:
+                if isinstance(node, nodes.image) and not node.get("alt"):
+                    node["alt"] = alt.strip()
+        return made
+
+    render_image.tl_alt_text = True
+    NbElementRenderer.render_image = render_image
+
+
+def notebook_sources(app, docname, source) -> None:
+    """The Chinese edition reads each chapter from the notebook that config ``tl_notebook_sources`` names for it
+    (tools/i18n.py zh_site_notebooks: the English markdown, which the catalogs translate, with the Chinese
+    notebook's executed code cells) instead of the English file; that notebook is a dependency of the page, so
+    an incremental build re-reads the page when it changes. Empty (the English edition): nothing changes."""
+    path = (app.config.tl_notebook_sources or {}).get(docname)
+    if path:
+        source[0] = Path(path).read_text(encoding="utf-8")
+        app.env.note_dependency(str(path))
+
+
+def notebook_output_folder(app) -> None:
+    """myst-nb writes a page's output files (its figures' PNGs) into ``jupyter_execute/`` beside the output folder,
+    whence Sphinx copies them into ``_images/``; for the Chinese edition, built into ``_build/html/zh``, that is
+    ``_build/html/jupyter_execute``, inside the English site. Config ``tl_nb_output_folder`` puts it elsewhere."""
+    folder = app.config.tl_nb_output_folder
+    if folder and hasattr(app.env, "mystnb_config"):
+        app.env.mystnb_config = app.env.mystnb_config.copy(output_folder=str(Path(folder).resolve()))
+
+
 def our_templates_first(app, config) -> None:
     """templates/ overrides three pydata-sphinx-theme components (see each file for why). And the book's
     title stays next to the logo, as text (translatable, in the theme's colours): with a logo and no
@@ -301,8 +346,14 @@ def setup(app):
     app.connect("config-inited", chinese_search)
     # {English toggle text: its translation} for the folded cells (tools/i18n.py CODE_PROMPTS; empty in English)
     app.add_config_value("tl_code_prompts", {}, "html", types=[dict])
+    # {docname: notebook to read instead of the docname's own file} (the Chinese edition: tools/i18n.py build_edition)
+    app.add_config_value("tl_notebook_sources", {}, "env", types=[dict])
+    app.connect("source-read", notebook_sources)
+    app.add_config_value("tl_nb_output_folder", "", "env", types=[str])
+    app.connect("builder-inited", notebook_output_folder, priority=600)  # after myst-nb's create_mystnb_config (500)
     app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_hidden_cell))
+    alt_text_from_outputs()
     app.connect("builder-inited", add_static)
     app.add_css_file("tl-book.css")
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -191,9 +191,27 @@ def _translate_whole(text: str, depth: int = 0) -> str | None:
         m = strict.fullmatch(text) or loose.fullmatch(text)
         if m:
             values = {int(k[1:]): v for k, v in m.groupdict().items()}
-            values = [_translate_whole(values[i], depth + 1) or values[i] for i in range(len(values))]
-            return chinese.format(*values)
+            values = [_inner(values[i], depth) for i in range(len(values))]
+            return _join_chinese(chinese.format(*values))
     return None
+
+
+_START, _END = "\x00", "\x01"
+_CJK = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef“”"
+
+
+def _inner(value: str, depth: int) -> str:
+    """A captured value: translated when it is itself a message (a label such as "the suspect"), marked so that
+    :func:`_join_chinese` can drop the template's space next to it; otherwise data, unchanged."""
+    chinese = _translate_whole(value, depth + 1)
+    return value if chinese is None else _START + chinese + _END
+
+
+def _join_chinese(text: str) -> str:
+    """No space between a translated value and the Chinese around it ("接受了 可疑层" -> "接受了可疑层")."""
+    text = re.sub(f"(?<=[{_CJK}]) {_START}(?=[{_CJK}])", _START, text)
+    text = re.sub(f"(?<=[{_CJK}]){_END} (?=[{_CJK}])", _END, text)
+    return text.replace(_START, "").replace(_END, "")
 
 
 _SENTENCE_END = re.compile(r"(?<=[.:;!?)])\s+")

@@ -11,7 +11,8 @@ import numpy as np
 
 from .i18n import N_, tr
 
-__all__ = ["OKABE_ITO", "use_book_style", "attention_heatmap", "attention_grid", "pe_heatmap", "loss_curves"]
+__all__ = ["OKABE_ITO", "use_book_style", "figure_alt", "attention_heatmap", "attention_grid", "pe_heatmap",
+           "loss_curves"]
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -53,6 +54,110 @@ def use_book_style() -> None:
         import logging
 
         logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
+    _show_figures_with_alt_text()
+
+
+ALT_MAX = 400  # characters: an alt text is read out whole by a screen reader
+
+
+def figure_alt(fig) -> str:
+    """A figure's alt text, made of its own words: the suptitle, then each axes' title, axis labels and legend
+    entries (figure legends too), in the order they were drawn; repeated pieces once. In the figure's language:
+    Chinese labels give a Chinese alt text, with full-width separators. Empty when the figure has no text."""
+    from matplotlib.figure import Figure
+
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+
+    def clean(text) -> str:
+        text = text.get_text() if hasattr(text, "get_text") else str(text or "")
+        return " ".join(text.replace("$", "").split())
+
+    def legend(owner) -> list[str]:
+        found = []
+        for lg in ([owner.get_legend()] if hasattr(owner, "get_legend") else []) + list(getattr(owner, "legends", [])):
+            if lg is not None:
+                found += [t for t in (clean(x) for x in lg.get_texts()) if t and not t.startswith("_")]
+        return found
+
+    texts = []
+    for ax in fig.axes:
+        titles = [clean(ax.get_title(loc)) for loc in ("left", "center", "right")]
+        labels = [clean(ax.get_xlabel()), clean(ax.get_ylabel())]
+        texts.append(([t for t in titles if t], [t for t in labels if t], legend(ax)))
+    suptitle = clean(fig.get_suptitle()) if hasattr(fig, "get_suptitle") else ""  # matplotlib >= 3.8
+    everything = " ".join([suptitle] + [" ".join(a + b + c) for a, b, c in texts] + legend(fig))
+    zh = any("\u3400" <= ch <= "\u9fff" for ch in everything)
+    colon, semi, comma, slash, op, cl, stop = (("：", "；", "，", " / ", "（", "）", "。") if zh
+                                               else (": ", "; ", ", ", " / ", " (", ")", ". "))
+    pieces = []
+    for titles, labels, entries in texts:
+        piece = " ".join(titles)
+        if labels:
+            piece += (colon if piece else "") + slash.join(labels)
+        if entries:
+            piece += f"{op}{comma.join(entries)}{cl}" if piece else comma.join(entries)
+        if piece and piece not in pieces:
+            pieces.append(piece)
+    if legend(fig):
+        pieces.append(comma.join(legend(fig)))
+    alt = semi.join(pieces)
+    if suptitle:
+        alt = suptitle + (stop + alt if alt else "")
+    alt = alt.strip()
+    return alt if len(alt) <= ALT_MAX else alt[:ALT_MAX - 1].rstrip() + "…"
+
+
+def _show_figures_with_alt_text() -> None:
+    """In IPython (Jupyter, the book build), a figure's PNG output carries its alt text (``figure_alt``) in the
+    output's metadata, ``{"image/png": {"alt": ...}}``: the site's ``<img alt>`` (tools/sphinx_ext/tl_book.py).
+    IPython formatters may return ``(data, metadata)``; this wraps the inline backend's own PNG formatter, after
+    making the backend register it (it replaces every Figure formatter when it is first set up). Nothing happens
+    outside IPython or when no PNG formatter shows figures (another backend or format)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is None or not hasattr(ip, "display_formatter"):
+        return
+    if "inline" in str(mpl.get_backend()):
+        import matplotlib_inline.backend_inline  # noqa: F401 - importing it selects the inline figure formats
+    from matplotlib.figure import Figure
+
+    png = ip.display_formatter.formatters["image/png"]
+    try:
+        draw = png.lookup_by_type(Figure)
+    except KeyError:
+        return
+    if getattr(draw, "tl_alt_text", False):
+        return
+
+    def with_alt(fig):
+        out = draw(fig)
+        if out is None:
+            return None
+        data, metadata = out if isinstance(out, tuple) else (out, None)
+        alt = figure_alt(fig)
+        if alt:
+            metadata = dict(metadata or {}, alt=alt)
+        return (data, metadata) if metadata else data
+
+    with_alt.tl_alt_text = True
+    png.for_type(Figure, with_alt)
+
+
+def _chinese_ready() -> None:
+    """In Chinese (:mod:`.i18n`), make sure the CJK font is a fallback even when ``use_book_style`` was not called
+    (``setup`` calls it): the labels would otherwise be drawn as empty boxes."""
+    from .i18n import language
+
+    if language() != "zh":
+        return
+    cjk = _cjk_font()
+    family = list(mpl.rcParams["font.family"])
+    if cjk is not None and cjk not in family:
+        mpl.rcParams["font.family"] = family + [cjk]
 
 
 def _cjk_font() -> str | None:
@@ -101,6 +206,7 @@ def attention_heatmap(weights, query_tokens=None, key_tokens=None, ax=None, titl
     """
     w = _to_numpy(weights, "weights", 2)
     T, S = w.shape
+    _chinese_ready()
     qt = _check_tokens(query_tokens, T, "query_tokens", "rows (queries)")
     kt = _check_tokens(key_tokens, S, "key_tokens", "columns (keys)")
     if ax is None:
@@ -131,6 +237,7 @@ def attention_grid(weights, query_tokens=None, key_tokens=None, titles=None, nco
     """One heatmap per head, side by side: ``weights`` is (H, T, S). Returns the Figure."""
     w = _to_numpy(weights, "weights", 3)
     H, T, S = w.shape
+    _chinese_ready()
     if titles is None:
         titles = [tr("head {h}", h=h) for h in range(H)]
     if len(titles) != H:
@@ -161,6 +268,7 @@ def pe_heatmap(pe, ax=None, title=N_("Sinusoidal positional encoding")):
 
     The default title and the labels are in the package's language (:mod:`.i18n`)."""
     p = _to_numpy(pe, "pe", 2)
+    _chinese_ready()
     if ax is None:
         _, ax = plt.subplots(figsize=(6.0, 3.6))
     im = ax.imshow(p, cmap=HEATMAP_CMAP, vmin=-1.0, vmax=1.0, aspect="auto", interpolation="nearest")
@@ -180,6 +288,7 @@ def loss_curves(curves: dict, ax=None, xlabel=N_("training step"), ylabel=N_("lo
     The default axis labels are in the package's language (:mod:`.i18n`)."""
     if not isinstance(curves, dict) or not curves:
         raise ValueError(f"curves must be a non-empty dict label -> list of values, got {type(curves).__name__}")
+    _chinese_ready()
     if ax is None:
         _, ax = plt.subplots(figsize=(6.0, 3.4))
     for label, ys in curves.items():

@@ -14,7 +14,7 @@ from . import Wrong, call, exercise, number
 _TOKENIZER_CASES = [
     ("我爱你。", ["我", "爱", "你", "。"]),
     ("The cat sat.", ["the", "cat", "sat", "."]),  # i18n: data
-    ("I love 北京!", ["i", "love", "北", "京", "!"]),
+    ("I love 北京!", ["i", "love", "北", "京", "!"]),  # i18n: data
     ("abc123 你好", ["abc123", "你", "好"]),
     ("他们在公园", ["他", "们", "在", "公", "园"]),
 ]

@@ -14,7 +14,7 @@ from . import Wrong, call, close, exercise, tensor
 def _pair(out, name):
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise Wrong(f"{name} should return two tensors, (decoder_input, labels); got {type(out).__name__}.",
-                    hint="return decoder_input, labels")
+                    hint="return decoder_input, labels")  # i18n: data (code)
     return out
 
 

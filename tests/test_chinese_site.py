@@ -1,0 +1,367 @@
+"""The Chinese site shows what the Chinese notebooks produce, and every figure has an alt text of its own words.
+
+tools/build_book.py executes notebooks/zh/ in a pass of its own (TRANSFORMER_LITE_LANGUAGE=zh, cache
+_build/.jupyter_cache_zh) and builds each Chinese chapter page from the English markdown (translated by the
+catalogs) with the Chinese notebook's executed code cells (tools/i18n.py zh_site_notebooks, read by
+tools/sphinx_ext/tl_book.py instead of the English file). transformer_lite.book.plotting gives every figure's PNG
+output an alt text made of the figure's texts, and tl_book.py puts it into the page's <img alt>.
+
+The first tests need no build. The others read the built site (_build/html, or SITE_HTML) and are skipped when
+it has no Chinese edition: `make test` builds the site first.
+"""
+from __future__ import annotations
+
+import html
+import io
+import json
+import os
+import re
+import sys
+import tokenize
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
+import build_book as bb  # noqa: E402
+import i18n  # noqa: E402
+
+HTML = Path(os.environ.get("SITE_HTML", ROOT / "_build" / "html"))
+HAN = re.compile(r"[\u3400-\u9fff]")
+# the chapters whose code catalogs (comments, figure strings) are filled: their Chinese figures are Chinese throughout
+FILLED = ["00_why_transformers", "01_tokens_and_embeddings"]
+
+
+# ---------------------------------------------------------------- figure alt text (no build)
+
+def _figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def test_a_figures_alt_text_is_made_of_its_own_texts():
+    from transformer_lite.book.plotting import figure_alt
+
+    plt = _figure()
+    fig, (a, b, c) = plt.subplots(1, 3)
+    fig.suptitle("Training")
+    a.plot([1, 2], label="train")
+    a.plot([2, 1], label="_hidden")  # matplotlib's own convention: not in the legend
+    a.plot([2, 3], label="valid")
+    a.legend()
+    a.set_title("Loss")
+    a.set_xlabel("step")
+    a.set_ylabel("loss ($\\log$)")
+    b.plot([1, 2], label="train")
+    b.plot([2, 3], label="valid")
+    b.legend()
+    b.set_title("Loss")  # the same piece again: said once
+    b.set_xlabel("step")
+    b.set_ylabel("loss ($\\log$)")
+    c.set_xlabel("position")
+    try:
+        assert figure_alt(fig) == "Training. Loss: step / loss (\\log) (train, valid); position"
+    finally:
+        plt.close(fig)
+
+    fig, ax = plt.subplots()
+    ax.set_title("注意力权重")
+    ax.set_xlabel("键的位置")
+    ax.set_ylabel("查询的位置")
+    ax.plot([1, 2], label="第 1 个头")
+    ax.legend()
+    fig.suptitle("两个句子")
+    try:  # Chinese texts: full-width separators, no English word added
+        assert figure_alt(fig) == "两个句子。注意力权重：键的位置 / 查询的位置（第 1 个头）"
+    finally:
+        plt.close(fig)
+
+
+def test_a_figure_without_text_has_no_alt_text_and_a_long_one_is_cut():
+    from transformer_lite.book.plotting import ALT_MAX, figure_alt
+
+    plt = _figure()
+    fig, ax = plt.subplots()
+    ax.plot([1, 2])
+    assert figure_alt(fig) == ""
+    ax.set_title("word " * 200)
+    alt = figure_alt(fig)
+    assert len(alt) == ALT_MAX and alt.endswith("…") and alt.startswith("word word")
+    plt.close(fig)
+    with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got Axes"):
+        figure_alt(ax)
+
+
+def _kernel_outputs(cells: list[str], tmp_path) -> list[dict]:
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="module://matplotlib_inline.backend_inline")
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute(env=env, cwd=str(tmp_path))
+    return [o for cell in nb.cells for o in cell.outputs if "image/png" in o.get("data", {})]
+
+
+PLOT = "fig, ax = plt.subplots()\nax.plot([1, 2], label='train')\nax.legend()\nax.set_title('Loss')\n"
+
+
+@pytest.mark.parametrize("first", ["style", "figure"])
+def test_a_figure_shown_in_a_kernel_carries_its_alt_text_in_its_outputs_metadata(tmp_path, first):
+    """What a chapter's figure output holds (``use_book_style``, called by ``setup``), whether pyplot drew a figure
+    before the style was set (the inline backend then registered its formatter first) or not; plt.show() and a
+    figure as the cell's value alike. A figure without text gets no alt (Sphinx would write its path: the site test
+    below finds any)."""
+    style = "from transformer_lite.book.plotting import use_book_style\nuse_book_style()"
+    before = ["import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1])\nplt.show()"]
+    cells = (before + [style] if first == "figure" else ["import matplotlib.pyplot as plt", style]) + [
+        PLOT + "plt.show()", PLOT + "fig", "fig, ax = plt.subplots()\nax.plot([1, 2])\nplt.show()"]
+    outputs = _kernel_outputs(cells, tmp_path)[1 if first == "figure" else 0:]
+    alts = [o.get("metadata", {}).get("image/png", {}).get("alt") for o in outputs]
+    # the cell whose value is the figure shows it once as its value and once as the inline backend's flush
+    assert alts == ["Loss (train)", "Loss (train)", "Loss (train)", None], alts
+
+
+def test_the_site_takes_an_images_alt_from_its_output_metadata():
+    """tl_book.py's wrap of myst-nb's render_image: the output's alt; a cell's own alt (mystnb.image) still wins."""
+    import base64
+
+    import tl_book
+    from docutils import nodes
+    from myst_nb.core.render import MimeData, NbElementRenderer
+
+    tl_book.alt_text_from_outputs()
+    tl_book.alt_text_from_outputs()  # wrapped once
+    assert NbElementRenderer.render_image.tl_alt_text
+
+    def renderer(cell_alt=None):
+        config = {"alt": cell_alt} if cell_alt else {}
+        return SimpleNamespace(write_file=lambda path, content, **kw: f"_build/{path[0]}",
+                               renderer=SimpleNamespace(get_cell_level_config=lambda *a, **k: config),
+                               logger=None)
+
+    png = base64.b64encode(b"\x89PNG not really").decode()
+    with_alt = MimeData("image/png", png, output_metadata={"image/png": {"alt": "Loss (train)"}})
+    without = MimeData("image/png", png, output_metadata={"needs_background": "light"})
+    [image] = NbElementRenderer.render_image(renderer(), with_alt)
+    assert isinstance(image, nodes.image) and image["alt"] == "Loss (train)"
+    [image] = NbElementRenderer.render_image(renderer(), without)
+    assert "alt" not in image
+    [image] = NbElementRenderer.render_image(renderer("the cell's own"), with_alt)
+    assert image["alt"] == "the cell's own"
+
+
+# ---------------------------------------------------------------- the Chinese pages' sources (no build)
+
+def _cell(kind: str, source: str, cid: str, outputs=None) -> dict:
+    cell = {"cell_type": kind, "id": cid, "metadata": {}, "source": source}
+    if kind == "code":
+        cell.update(outputs=outputs or [], execution_count=None)
+    return cell
+
+
+def test_a_chinese_page_is_the_english_markdown_with_the_chinese_notebooks_executed_code():
+    english = {"metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5,
+               "cells": [_cell("markdown", "# Title", "a"), _cell("code", "x = 1  # one", "b")]}
+    out = [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
+    executed = {"metadata": {}, "cells": [_cell("markdown", "# 标题", "a"), _cell("code", "x = 1  # 一", "b", out)]}
+    page = i18n.site_notebook(english, executed, "x.ipynb")
+    assert [c["source"] for c in page["cells"]] == ["# Title", "x = 1  # 一"]
+    assert page["cells"][1]["outputs"] == out and page["metadata"] == english["metadata"]
+    assert english["cells"][1]["source"] == "x = 1  # one"  # the English notebook is not changed
+
+    with pytest.raises(ValueError, match="x.ipynb: the English notebook has 2 cells and the executed Chinese one 1"):
+        i18n.site_notebook(english, dict(executed, cells=executed["cells"][:1]), "x.ipynb")
+    swapped = dict(executed, cells=executed["cells"][::-1])
+    with pytest.raises(ValueError, match="cell 0 is a markdown cell with id 'a' in English and a code cell"):
+        i18n.site_notebook(english, swapped, "x.ipynb")
+    other = dict(executed, cells=[executed["cells"][0], dict(executed["cells"][1], id="c")])
+    with pytest.raises(ValueError, match="cell 1 is a code cell with id 'b' in English and a code cell with id 'c'"):
+        i18n.site_notebook(english, other, "x.ipynb")
+
+
+def test_the_chinese_pages_come_from_the_cache_and_are_rewritten_only_when_they_change(tmp_path):
+    """zh_site_notebooks on a real Chinese notebook, "executed" into a cache here (its code cells given an output)."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    name = FILLED[0]
+    zh = nbformat.read(str(i18n.ZH_NOTEBOOKS / f"{name}.ipynb"), as_version=4)
+    with pytest.raises(KeyError, match=f"notebooks/zh/{name}.ipynb has no execution in"):
+        i18n.zh_site_notebooks(tmp_path / "cache", tmp_path / "pages", names=[name])
+    executed = nbformat.from_dict(json.loads(nbformat.writes(zh)))
+    for i, cell in enumerate(executed.cells):
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"cell {i}\n")]
+    cache = get_cache(str(tmp_path / "cache"))
+    cache.cache_notebook_bundle(CacheBundleIn(executed, str(i18n.ZH_NOTEBOOKS / f"{name}.ipynb")),
+                                check_validity=False)
+    pages = i18n.zh_site_notebooks(tmp_path / "cache", tmp_path / "pages", names=[name])
+    assert list(pages) == [f"notebooks/{name}"]
+    page = json.loads(pages[f"notebooks/{name}"].read_text(encoding="utf-8"))
+    english = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
+    for i, (cell, en, z) in enumerate(zip(page["cells"], english["cells"], zh.cells)):
+        if cell["cell_type"] == "markdown":
+            assert cell["source"] == en["source"]
+        else:
+            assert "".join(cell["source"]) == z.source and "".join(cell["outputs"][0]["text"]) == f"cell {i}\n"
+    mtime = pages[f"notebooks/{name}"].stat().st_mtime_ns
+    os.utime(pages[f"notebooks/{name}"], ns=(mtime - 10**9, mtime - 10**9))
+    i18n.zh_site_notebooks(tmp_path / "cache", tmp_path / "pages", names=[name])
+    assert pages[f"notebooks/{name}"].stat().st_mtime_ns == mtime - 10**9  # unchanged: not rewritten
+
+
+def test_the_chinese_edition_reads_a_chapter_from_the_notebook_it_is_given(tmp_path):
+    import tl_book
+
+    page = tmp_path / "05.ipynb"
+    page.write_text('{"cells": []}', encoding="utf-8")
+    noted = []
+    app = SimpleNamespace(config=SimpleNamespace(tl_notebook_sources={"notebooks/05": str(page)}),
+                          env=SimpleNamespace(note_dependency=noted.append))
+    source = ["the English notebook"]
+    tl_book.notebook_sources(app, "notebooks/04", source)
+    assert source == ["the English notebook"] and noted == []
+    tl_book.notebook_sources(app, "notebooks/05", source)
+    assert source == ['{"cells": []}'] and noted == [str(page)]  # re-read when it changes
+
+
+def test_the_chinese_pass_runs_in_chinese_into_its_own_cache():
+    assert bb.ZH_ENV["TRANSFORMER_LITE_LANGUAGE"] == "zh"
+    assert bb.CACHE_ZH != bb.CACHE and Path(bb.ZH_ENV["TRANSFORMER_LITE_IMPORT_LOG"]) != \
+        Path(bb.build_env(ROOT / "_build" / ".ipython")["TRANSFORMER_LITE_IMPORT_LOG"])
+
+
+# ---------------------------------------------------------------- the built site
+
+def _need_site():
+    if not (HTML / "zh" / "notebooks").is_dir():
+        pytest.skip("the site (with its Chinese edition) is not built")
+
+
+def _chapters() -> list[str]:
+    return sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _page(edition: str, name: str) -> str:
+    return (HTML / edition / "notebooks" / f"{name}.html").read_text(encoding="utf-8")
+
+
+OUTPUT_IMG = re.compile(r'<img alt="([^"]*)" src="([^"]*_images/[0-9a-f]{64}\.png)"')  # myst-nb names outputs by hash
+
+
+def _text(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def test_every_figure_on_both_editions_has_an_alt_text_of_its_own_words():
+    """No output figure's alt is its file path (Sphinx's default); the Chinese chapters whose figure strings are
+    translated have Chinese alt texts, the English pages English ones."""
+    _need_site()
+    bad, seen = [], 0
+    for name in _chapters():
+        for edition in ("", "zh"):
+            for alt, src in OUTPUT_IMG.findall(_page(edition, name)):
+                seen += 1
+                alt = html.unescape(alt)
+                if not alt.strip() or alt == src or alt.endswith(".png") or "_images/" in alt:
+                    bad.append(f"{edition or 'en'}/{name}: {alt[:80]!r}")
+                elif edition == "zh" and name in FILLED and not HAN.search(alt):
+                    bad.append(f"zh/{name}: not Chinese: {alt[:80]!r}")
+                elif not edition and not re.search(r"[A-Za-z]{2,}", alt):
+                    bad.append(f"en/{name}: not English: {alt[:80]!r}")
+    assert seen > 50 and not bad, bad[:10]
+    for name in FILLED:
+        assert OUTPUT_IMG.findall(_page("zh", name)), f"{name} has no figure output: choose another chapter"
+        for alt, _ in OUTPUT_IMG.findall(_page("", name)):
+            assert not HAN.search(html.unescape(alt)), alt
+
+
+ENGLISH = re.compile(r"\b(?:Exercise|Prediction|not answered|correct|expected|got)\b")
+VERDICT = re.compile(r'<div class="tl-verdict[^"]*"[^>]*>(.*?)</div>', re.S)
+
+
+def test_the_checks_feedback_is_in_each_editions_language():
+    """Every exercise check's and prediction's feedback on a Chinese chapter page is Chinese (the Chinese pass runs
+    with TRANSFORMER_LITE_LANGUAGE=zh); the English pages' is English."""
+    _need_site()
+    bad, seen = [], 0
+    for name in _chapters():
+        zh, en = (VERDICT.findall(_page(e, name)) for e in ("zh", ""))
+        assert len(zh) == len(en), name
+        seen += len(zh)
+        bad += [f"zh/{name}: {_text(v)[:90]!r}" for v in zh if not HAN.search(_text(v)) or ENGLISH.search(_text(v))]
+        # an English verdict may quote Chinese data (chapter 13's sentences), never be Chinese itself
+        bad += [f"en/{name}: {_text(v)[:90]!r}" for v in en if not ENGLISH.search(_text(v))]
+    assert seen > 100 and not bad, bad[:10]
+
+
+CODE = re.compile(r'<div class="cell_input docutils container">\s*<div class="highlight-[^"]*"><div class="highlight">'
+                  r"<pre>(.*?)</pre>", re.S)
+
+
+def _code_cells(edition: str, name: str) -> list[str]:
+    return [_text(c) for c in CODE.findall(_page(edition, name))]
+
+
+# a translated figure string holds Chinese, or at least Chinese punctuation ("RNN: d + 1" -> "RNN：d + 1")
+TRANSLATED = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+def _tokens(code: str) -> list[tuple[int, str]]:
+    """The code's tokens without comments and layout, IPython's %magics and !commands kept as lines."""
+    out = []
+    for line in code.splitlines(keepends=True):
+        if line.lstrip().startswith(("%", "!")):
+            out.append((tokenize.OP, line.strip()))
+            code = code.replace(line, "\n", 1)
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+    return out + [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type not in skip]
+
+
+def _comments(code: str) -> list[str]:
+    return [t.string for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type == tokenize.COMMENT]
+
+
+@pytest.mark.parametrize("name", FILLED)
+def test_a_chinese_pages_code_shows_the_chinese_comments_and_is_otherwise_the_english_code(name):
+    """The code cells of a Chinese chapter whose code catalog is filled: the same code token for token as the English
+    page (but `language="zh"` in the set-up and translated figure strings, which hold Chinese), and its comments in
+    Chinese: a comment of three English words or more left untranslated is an error."""
+    _need_site()
+    zh, en = _code_cells("zh", name), _code_cells("", name)
+    assert len(zh) == len(en) > 0
+    english_comments = []
+    for i, (z, e) in enumerate(zip(zh, en)):
+        a, b = _tokens(z.replace(', language="zh"', "")), _tokens(e)
+        assert len(a) == len(b), f"{name}, code cell {i}: different code\n{z}\n----\n{e}"
+        for (ta, sa), (tb, sb) in zip(a, b):
+            if sa != sb:
+                assert ta == tb == tokenize.STRING and TRANSLATED.search(sa), f"{name}, code cell {i}: {sa!r} vs {sb!r}"
+        english_comments += [c for c in _comments(z) if len(re.findall(r"[A-Za-z]{2,}", c)) >= 3 and not HAN.search(c)]
+    assert any(HAN.search(c) for z in zh for c in _comments(z)), f"{name}: no Chinese comment"
+    assert not english_comments, english_comments[:10]
+
+
+def test_an_unchanged_rebuild_executes_nothing(tmp_path):
+    """What the build's caches hold is what a rebuild of this checkout would look up: every English notebook in
+    Jupyter Book's cache, every Chinese one in the Chinese pass's, and the Chinese pages' sources as they would be
+    written again (so Sphinx re-reads none of them)."""
+    _need_site()
+    from jupyter_cache import get_cache
+
+    for cache_dir, folder in ((bb.CACHE, ROOT / "notebooks"), (bb.CACHE_ZH, i18n.ZH_NOTEBOOKS)):
+        cache = get_cache(str(cache_dir))
+        for path in sorted(folder.glob("*.ipynb")):
+            cache.match_cache_notebook(nbformat.read(str(path), as_version=4))  # KeyError: it would run again
+    again = i18n.zh_site_notebooks(bb.CACHE_ZH, tmp_path)
+    assert len(again) == len(_chapters())
+    for doc, path in again.items():
+        assert (bb.ZH_PAGES / path.name).read_bytes() == path.read_bytes(), doc
