@@ -111,7 +111,10 @@ def summary(report: dict) -> dict:
     row.update(fcp_ms=num("first-contentful-paint"), lcp_ms=num("largest-contentful-paint"),
                tbt_ms=num("total-blocking-time"), cls=num("cumulative-layout-shift"),
                main_thread_ms=num("mainthread-work-breakdown"), bytes=num("total-byte-weight"),
-               dom_elements=num("dom-size"))
+               dom_elements=num("dom-size"),
+               # Lighthouse's measure of this machine's CPU when the page ran (higher is faster; a load of other
+               # work lowers it, and the simulated timings, scaled from what the page took here, grow)
+               benchmark_index=report.get("environment", {}).get("benchmarkIndex"))
     row["failed_audits"] = sorted(k for k, cat in (("seo", "seo"), ("accessibility", "accessibility"),
                                                    ("best-practices", "best-practices")) for k in
                                   [a["id"] for a in cats[cat]["auditRefs"]
@@ -157,7 +160,7 @@ def measure(pages=PAGES, runs: int = 1, html_dir: Path = HTML, preset: str | Non
                 f"DOM {row['dom_elements']:.0f}" + (f"  failing: {row['failed_audits']}" if row["failed_audits"] else ""))
     finally:
         server.shutdown()
-    return dict(lighthouse=version, chrome=chrome, preset=preset or "default (mobile, simulated slow 4G)",
+    return dict(lighthouse=version, chrome=chrome, load_average=os.getloadavg(), preset=preset or "default (mobile, simulated slow 4G)",
                 served="gzip (benchmarks/lighthouse.py's server)", runs=runs, cpu_count=os.cpu_count(),
                 seconds=round(time.time() - t0), goals={k: f"{op} {g}" for k, (op, g) in GOALS.items()},
                 pages=results, all_goals_met=all(all(r["goals_met"].values()) for r in results.values()))
