@@ -398,7 +398,7 @@ def seo_tags(app, pagename, templatename, context, doctree) -> None:
     description = page_description(doctree, zh)
     if description is None:  # the index and the search page: the book's own opening (its root page's)
         try:
-            description = page_description(app.env.get_doctree(app.config.root_doc), zh)
+            description = page_description(app.env.get_and_resolve_doctree(app.config.root_doc, app.builder), zh)
         except Exception:  # noqa: BLE001 - no root page: the title
             description = None
     description = description or app.config.html_title
