@@ -424,9 +424,6 @@ def chinese_edition(html_dir: Path) -> list[str]:
 
     t0 = time.time()
     log("the Chinese edition (locales/zh_CN) into _build/html/zh/")
-    # its _static/ is made afresh: the build keeps only what differs from the English edition's (tl_book.py's
-    # prune_zh_static), and a file an older build left there would be reported as differing
-    shutil.rmtree(html_dir / "zh" / "_static", ignore_errors=True)
     proc = i18n.build_edition(html_dir / "zh", ROOT / "_build" / ".doctrees-zh", ROOT / "_build" / ".jupyter_cache",
                               build_env())
     sys.stdout.write(proc.stdout[-5000:])

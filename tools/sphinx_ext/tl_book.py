@@ -484,7 +484,8 @@ def depart_image(self, node) -> None:
 # book's scripts, the same bytes as the English edition's. Its pages load the English edition's _static/ instead,
 # and the copy is removed when the build ends, but for the files that differ between the editions.
 
-ZH_OWN_STATIC = ("documentation_options.js", "translations.js")  # the edition's language: its search, its strings
+# the edition's language (its search, its strings), and the translator's loader (tools/build_book.py zh_translator_loader)
+ZH_OWN_STATIC = ("documentation_options.js", "translations.js", "tl/tl-translator.js")
 _STATIC_URL = re.compile(r"^((?:\.\./)*)_static/([^?#]*)(.*)$", re.S)
 
 
@@ -523,7 +524,8 @@ def shared_static(app, pagename, templatename, context, doctree) -> None:
 
 def prune_zh_static(app, exception) -> None:
     """The Chinese edition's _static/ loses every file the English edition's holds byte for byte (its pages load
-    those from there: shared_static); a file that differs stays, and is a warning (the strict build fails)."""
+    those from there: shared_static) and those the English one does not hold (left by an older build); a file that
+    differs stays, and is a warning (the strict build fails)."""
     if exception is not None or app.builder.format != "html" or not _translated_edition(app):
         return
     import filecmp
@@ -541,8 +543,8 @@ def prune_zh_static(app, exception) -> None:
                 path.rmdir()
         elif str(rel) in ZH_OWN_STATIC:
             continue
-        elif (english / rel).is_file() and filecmp.cmp(path, english / rel, shallow=False):
-            os.remove(path)
+        elif not (english / rel).is_file() or filecmp.cmp(path, english / rel, shallow=False):
+            os.remove(path)  # the same file, or one the site no longer has (an older build's: Sphinx keeps them)
         else:
             logger.warning("the Chinese edition's _static/%s differs from the English edition's (or is not there): "
                            "its pages load the English one", rel)
@@ -561,8 +563,8 @@ def unblocked_scripts(app, pagename, templatename, context, doctree) -> None:
     the inline ``DOCUMENTATION_OPTIONS.pagename = ...``; rendered from Sphinx's own template with the page's
     context) and tl/tl-require.js (window.tlRequire, called by the bertviz views' inline scripts; its base URL, the
     site's _static/tl/, written as the page's relative path to it)."""
-    if app.builder.format != "html" or "script_files" not in context:
-        return
+    if app.builder.format != "html" or "script_files" not in context or pagename == "search":
+        return  # the search page: its template's searchtools.js runs at once and needs doctools.js before it
     from sphinx.builders.html._assets import _JavaScript
 
     scripts = []

@@ -107,17 +107,25 @@ def display_tex(node: nodes.math_block) -> str:
     return r" \begin{align}\begin{aligned}" + body + r"\end{aligned}\end{align} " if len(parts) > 1 else body
 
 
+def _focusable(html: str) -> str:
+    """A displayed formula scrolls sideways when it is wider than the column (MathJax's CSS): it takes the keyboard
+    focus, as MathJax in the browser made every formula (tabindex="0"), so that a keyboard can scroll it
+    (WCAG 2.1.1; axe-core's scrollable-region-focusable)."""
+    return html.replace('<mjx-container class="MathJax" jax="CHTML" display="true"',
+                        '<mjx-container class="MathJax" jax="CHTML" display="true" tabindex="0"', 1)
+
+
 def visit_displaymath(self, node: nodes.math_block) -> None:
     self.body.append(self.starttag(node, "div", CLASS="math notranslate nohighlight"))
     if node["nowrap"]:
-        self.body.append(_typeset(self, node, node.astext(), display=True) + "</div>")
+        self.body.append(_focusable(_typeset(self, node, node.astext(), display=True)) + "</div>")
         raise nodes.SkipNode
     if node["number"]:
         number = get_node_equation_number(self, node)
         self.body.append('<span class="eqno">(%s)' % number)
         self.add_permalink_ref(node, _("Link to this equation"))
         self.body.append("</span>")
-    self.body.append(_typeset(self, node, display_tex(node), display=True))
+    self.body.append(_focusable(_typeset(self, node, display_tex(node), display=True)))
     self.body.append("</div>\n")
     raise nodes.SkipNode
 
