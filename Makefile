@@ -7,7 +7,8 @@
 #   make test   run every test: the package, the notebooks' claims, the built site in Chromium
 #   make check  the fast inner loop (no book build): the package, the chapters' claims through it,
 #               the exercise checks, the i18n catalogs
-#   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package)
+#   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package),
+#               and Lighthouse on the built site's heaviest pages (benchmarks/lighthouse.json; after make book)
 #   make translator  train the book's translator (RECIPE) and write the weights the package ships
 #   make capstone  measure chapter 13's baselines, systematic split and data-size curve (assets/capstone_baselines.json)
 #   make grammar-lab  chapter 13's laboratory: subject-object swaps, a systematic split, new verb-object pairs, a length
@@ -70,7 +71,7 @@ check: $(PKG_STAMP)
 
 test-package: check
 
-bench: $(STAMP)
+bench: $(STAMP) node_modules/.installed
 	$(PY) benchmarks/run.py
 
 translator: $(STAMP)

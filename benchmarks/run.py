@@ -10,6 +10,8 @@ median of repeated runs after a warm-up, with the thread count recorded.
     python benchmarks/run.py --quick    # fewer repeats, no capstone (a smoke test)
     python benchmarks/run.py --only notebooks   # each chapter's running time, alone, in a fresh kernel
                                                 # (benchmarks/notebooks.json; the line under each chapter's title)
+    python benchmarks/run.py --only lighthouse  # the built site on a phone: Lighthouse on the heaviest pages of
+                                                # both editions (benchmarks/lighthouse.py -> benchmarks/lighthouse.json)
 """
 from __future__ import annotations
 
@@ -243,10 +245,26 @@ def bench_notebooks(paths=None) -> dict:
                 seconds=seconds)
 
 
+def bench_lighthouse(required: bool) -> dict | None:
+    """Lighthouse on the built site (benchmarks/lighthouse.py): written to benchmarks/lighthouse.json. Without a
+    built site (make book) it is skipped, unless asked for alone (--only lighthouse)."""
+    import lighthouse
+
+    if not (lighthouse.HTML / "index.html").exists():
+        if required:
+            raise SystemExit(f"{lighthouse.HTML}: no built site; run `make book` first")
+        print("lighthouse: skipped, no built site (make book)", flush=True)
+        return None
+    results = lighthouse.measure()
+    lighthouse.OUT.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"lighthouse: wrote {lighthouse.OUT}; {'all goals met' if results['all_goals_met'] else 'some goals NOT met'}")
+    return results
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repeats and no capstone: a smoke test")
-    ap.add_argument("--only", choices=["lm_kv_cache", "notebooks"], default=None,
+    ap.add_argument("--only", choices=["lm_kv_cache", "notebooks", "lighthouse"], default=None,
                     help="measure one part only and update it in the shipped results")
     ap.add_argument("--out", default=None,
                     help="where to write the results (default: the package's assets/benchmarks.json; "
@@ -268,6 +286,10 @@ def main(argv=None):
         times = bench_notebooks()
         NOTEBOOK_TIMES.write_text(json.dumps(times, indent=2) + "\n")
         if args.only == "notebooks":
+            return 0
+    if args.only == "lighthouse" or not args.quick and args.only is None:
+        bench_lighthouse(required=args.only == "lighthouse")
+        if args.only == "lighthouse":
             return 0
     if args.only == "lm_kv_cache":
         shipped = json.loads(SHIPPED_BENCHMARKS.read_text())

@@ -1,10 +1,11 @@
 """Draw the book's logo (book/logo.svg) and favicon (book/favicon.ico) from one geometry.
 
-    python book/make_logo.py        # rewrites both files (tests/test_site_assets.py checks logo.svg is current)
+    python book/make_logo.py        # rewrites the three files (tests/test_site_assets.py checks logo.svg is current)
 
 The picture is a causal attention matrix: 4 queries x 4 keys, each row's weights summing to 1,
 the cells above the diagonal masked (faint). White cells on an indigo badge read on light and
-dark pages alike. The favicon is the same drawing rasterised with Pillow (16, 32, 48 and 64 px).
+dark pages alike. The favicon is the same drawing rasterised with Pillow (16, 32, 48 and 64 px); book/social.png,
+the preview of a shared link, the same drawing large.
 """
 from __future__ import annotations
 
@@ -63,9 +64,32 @@ def ico() -> bytes:
     return out.getvalue()
 
 
+SOCIAL = (1200, 630)  # the preview image of a shared link (OpenGraph og:image; tools/sphinx_ext/tl_book.py)
+
+
+def social() -> bytes:
+    """book/social.png: the logo's attention map, large, on the badge's indigo, at the size chat apps and
+    social sites show a link's preview (1200 x 630, their common 1.91:1)."""
+    from PIL import Image, ImageDraw
+
+    scale = 9
+    image = Image.new("RGBA", SOCIAL, BADGE + (255,))
+    left, top = (SOCIAL[0] - SIZE * scale) / 2, (SOCIAL[1] - SIZE * scale) / 2
+    for x, y, o in cells():
+        layer = Image.new("RGBA", SOCIAL, (0, 0, 0, 0))
+        box = (round(left + x * scale), round(top + y * scale), round(left + (x + CELL) * scale) - 1,
+               round(top + (y + CELL) * scale) - 1)
+        ImageDraw.Draw(layer).rounded_rectangle(box, 2 * scale, fill=(255, 255, 255, round(255 * o)))
+        image = Image.alpha_composite(image, layer)
+    out = io.BytesIO()
+    image.convert("RGB").save(out, "PNG", optimize=True)
+    return out.getvalue()
+
+
 def main() -> None:
     (HERE / "logo.svg").write_text(svg(), encoding="utf-8")
     (HERE / "favicon.ico").write_bytes(ico())
+    (HERE / "social.png").write_bytes(social())
 
 
 if __name__ == "__main__":

@@ -118,7 +118,7 @@ def test_the_extensions_are_jupyter_books_own_without_thebe():
     ours = _config()["sphinx"]["config"]["extensions"]
     assert "sphinx_thebe" in get_default_sphinx_config()["extensions"]
     assert ours == [e for e in get_default_sphinx_config()["extensions"] if e != "sphinx_thebe"] + [
-        "sphinxcontrib.bibtex", "tl_book"]  # and the book's own (tools/sphinx_ext/tl_book.py)
+        "sphinxcontrib.bibtex", "tl_book", "tl_math"]  # and the book's own (tools/sphinx_ext/tl_book.py, tl_math.py)
     assert _config()["launch_buttons"]["thebe"] is False  # the extension would be needed for thebe
 
 

@@ -102,6 +102,8 @@ async (pattern) => {
   // our precomputed controls: each control, moved to each of its other values, must change the frame
   for (const root of document.querySelectorAll('.tl-explore')) {
     const frame = root.querySelector('.tl-frame');
+    // its frames load on first use (tools/sphinx_ext/tl_book.py lazy_explore_data): as a reader's pointer would
+    if (window.tlExploreData && root.querySelector('script.tl-data[data-tl-key]')) await window.tlExploreData(root);
     for (const el of root.querySelectorAll('[data-tl-axis]')) {
       const values = el.tagName === 'SELECT' ? [...el.options].map(o => o.value)
                    : [...Array(+el.max + 1).keys()].map(String);

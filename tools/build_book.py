@@ -61,7 +61,7 @@ ASSETS = ROOT / "_assets" / "tl"
 NODE = ROOT / "node_modules"
 MAX_PAGE = 2 * 1024 * 1024
 MAX_PDF = 40 * 1024 * 1024   # each edition's PDF (`make pdf`), linked from every page when it exists: not in MAX_SITE
-MAX_SITE = 80 * 1024 * 1024  # two editions (each with its own _static/: MathJax, the theme; the translators once, in the English one)
+MAX_SITE = 80 * 1024 * 1024  # two editions (one _static/, the English edition's: the Chinese pages load it too)
 CACHE = ROOT / "_build" / ".jupyter_cache"  # Jupyter Book 1's execution cache of the English notebooks
 CACHE_ZH = ROOT / "_build" / ".jupyter_cache_zh"  # the Chinese notebooks' (notebooks/zh/), executed in Chinese
 ZH_PAGES = ROOT / "_build" / ".zh-notebooks"  # what the Chinese site's chapters are built from (zh_site_notebooks)
@@ -72,15 +72,9 @@ COPIES = [
     ("requirejs/require.js", "requirejs/require.js"),
     ("d3/dist/d3.min.js", "d3/d3.min.js"),            # bertviz's views are written for d3 v5
     ("jquery/dist/jquery.min.js", "jquery/jquery.min.js"),
-    ("mathjax/es5/tex-chtml.js", "mathjax/tex-chtml.js"),
-    # what tex-chtml.js loads on demand, resolved against its own URL: fonts, TeX extensions, menu, a11y
-    ("mathjax/es5/output/chtml", "mathjax/output/chtml"),
-    ("mathjax/es5/output/chtml.js", "mathjax/output/chtml.js"),
-    ("mathjax/es5/input/tex", "mathjax/input/tex"),
-    ("mathjax/es5/ui", "mathjax/ui"),
-    ("mathjax/es5/a11y", "mathjax/a11y"),
-    ("mathjax/es5/sre", "mathjax/sre"),
-    ("mathjax/es5/adaptors", "mathjax/adaptors"),
+    # MathJax's web fonts only: the math is typeset when the site is built (tools/sphinx_ext/tl_math.py), and each
+    # page's stylesheet loads the fonts of its glyphs from here; no MathJax script is on the site
+    ("mathjax/es5/output/chtml/fonts/woff-v2", "mathjax/output/chtml/fonts/woff-v2"),
 ]
 
 
@@ -478,16 +472,24 @@ def chinese_edition(html_dir: Path) -> list[str]:
         problems.append(f"the Chinese edition executed notebooks again: {ran[:3]}")
     if proc.returncode == 0:
         problems += chinese_search_problems(html_dir / "zh")
-    # The Chinese edition's _static/tl is copied here, not by Sphinx: an incremental build with no page out of
-    # date copies no static file, and one that does keeps an older copy that differs ("will overwrite data").
-    # Without translator/: the translators' files (ONNX Runtime Web and both models, ~11 MB) are on the site
-    # once, and the Chinese pages' boxes load the English edition's (tl-translator.js looks one level up on a
-    # page whose <html lang> is zh).
-    zh_tl = html_dir / "zh" / "_static" / "tl"
-    shutil.rmtree(zh_tl, ignore_errors=True)
-    shutil.copytree(ASSETS, zh_tl, ignore=lambda folder, names: ["translator"] if Path(folder) == ASSETS else [])
+    zh_translator_loader(html_dir / "zh")
     log(f"Chinese edition built in {time.time() - t0:.0f} s")
     return problems
+
+
+def zh_translator_loader(zh_dir: Path) -> Path:
+    """The Chinese edition loads the English edition's _static/ (one copy on the site: tools/sphinx_ext/tl_book.py's
+    shared_static; its own _static/ keeps only what differs). The translator box of a page that ran in a kernel
+    loads ``<edition root>/_static/tl/tl-translator.js`` (transformer_lite.book.translate writes that URL into the
+    cell's output): in the Chinese edition that file is this loader of the English edition's copy (tl-translator.js
+    then finds the models one level up, on a page whose <html lang> is zh)."""
+    dest = zh_dir / "_static" / "tl" / "tl-translator.js"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text("// The Chinese edition's pages load the English edition's copy (tools/build_book.py zh_translator_loader)\n"
+                    "(function(){var s=document.createElement('script');"
+                    "s.src=(document.documentElement.dataset.content_root||'')+'../_static/tl/tl-translator.js';"
+                    "document.head.appendChild(s);})();\n", encoding="utf-8")
+    return dest
 
 
 def main(argv=None) -> int:

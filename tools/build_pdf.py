@@ -8,8 +8,8 @@ How: the pages the book build already wrote (_build/html, _build/html/zh) are jo
 ONE document: a cover (title, edition, version, date), a table of contents, then every chapter's article. Nothing
 is built or executed again, so it takes seconds, not a second Sphinx run per edition. Debian's Chromium
 (tests/chromium.py's binary, driven by Playwright; no browser is downloaded) loads that document from a local
-server beside the site's own files (its images, CSS and MathJax), waits for MathJax to typeset and the fonts
-to load, and prints it with ``page.pdf(outline=True, tagged=True)``: the PDF's bookmarks come from the headings
+server beside the site's own files (its images, CSS and MathJax's fonts; the math was typeset when the site
+was built), waits for the fonts to load, and prints it with ``page.pdf(outline=True, tagged=True)``: the PDF's bookmarks come from the headings
 (each chapter an h1, its sections h2, h3...).
 
 For paper: the precomputed controls (transformer_lite.book.interactive) show their default figure with a line
@@ -211,6 +211,8 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
                 el.decompose()
             for el in article.select(".tl-explore script"):  # the frame switcher and its frames: not for paper
                 el.decompose()
+            for el in article.select("template.tl-lazy"):  # a folded cell's content, put in place on the site
+                el.unwrap()                                 # when its fold opens (static/tl-lazy.js)
             for el in article.select(".tag_hide-input > details, .tag_remove-input > details"):
                 el.decompose()  # the source the site folds away (a figure's plotting code): its output stays
             # folded solutions and deep dives: printed open, without the toggle
@@ -331,8 +333,7 @@ def print_pdf(url: str, dest: Path, browser) -> dict:
     t = time.time()
     page.goto(url, wait_until="load", timeout=180_000)
     log(f"  loaded in {time.time() - t:.0f} s")
-    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=120_000)
-    page.evaluate("() => MathJax.startup.promise")
+    # the math was typeset when the site was built (tools/sphinx_ext/tl_math.py): only its fonts must load
     page.evaluate("() => document.fonts.ready.then(() => true)")
     # the bertviz views draw themselves (d3) once require.js has loaded d3 and jquery
     page.wait_for_function("() => Array.from(document.querySelectorAll('.tl-bertviz [id$=\"-vis\"]'))"

@@ -18,9 +18,15 @@
     if (state === 1) return;
     state = 1;
     if (typeof window.requirejs === "function") { ready(); return; }
-    var s = document.createElement("script");
-    s.src = base + "requirejs/require.js";
-    s.onload = ready;
-    document.head.appendChild(s);
+    // not before the page's deferred scripts have run: with require.js on the page, their UMD wrappers
+    // (clipboard.js, bootstrap) would register as anonymous AMD modules instead of globals
+    var load = function () {
+      var s = document.createElement("script");
+      s.src = base + "requirejs/require.js";
+      s.onload = ready;
+      document.head.appendChild(s);
+    };
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", load);
+    else load();
   };
 })();

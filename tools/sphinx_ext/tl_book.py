@@ -11,6 +11,11 @@ A chapter names a common error as a block quote whose first words are **Misconce
 In Jupyter and Colab that is an ordinary quote, readable as it is. On the site this extension turns it
 into an admonition with the class ``misconception`` (styled by static/tl-book.css), so every chapter's
 notes look the same. ``tests/test_book_conventions.py`` checks the three parts in the notebooks.
+
+It also makes the site fast on a phone (issue 27; tests/test_budgets.py, benchmarks/lighthouse.py): folded cells'
+content waits in <template>s (static/tl-lazy.js), the controls' frames load on first use, images carry their size
+and load lazily below the first, no script blocks rendering, the Chinese edition shares the English edition's
+_static/; and it writes each page's description and OpenGraph tags and the sitemap. The math: tl_math.py.
 """
 from __future__ import annotations
 
@@ -18,6 +23,9 @@ import re
 from pathlib import Path
 
 from docutils import nodes
+from sphinx.util import logging as sphinx_logging
+
+logger = sphinx_logging.getLogger(__name__)
 
 # The first words of a misconception note, per language (the Chinese edition's catalogs translate them). The
 # Chinese puts its full stop after the bold, **常见误解**。 (locales/zh_CN/STYLE.md: **常见误解。**后面 does not
@@ -91,9 +99,23 @@ def visit_deep_dive_fold(self, node) -> None:
     self.body.append(f'<details class="tl-deep-dive-fold">\n<summary>'
                      f'<span class="tl-when-closed">{escape(show)}</span>'
                      f'<span class="tl-when-open">{escape(hide)}</span></summary>\n')
+    node["tl_body_start"] = len(self.body)
+
+
+# a code cell's source in a deep dive's fold: it waits in a <template> until the fold opens (static/tl-lazy.js)
+_FOLDED_CODE = re.compile(r'(?<!<template class="tl-lazy">)(<div class="cell_input docutils container">)'
+                          r'(\s*<div class="highlight-[\w-]+ notranslate"><div class="highlight"><pre>.*?</pre></div>\s*</div>\s*)'
+                          r'(</div>)', re.S)
 
 
 def depart_deep_dive_fold(self, node) -> None:
+    """The fold closes; the code cells' sources inside it wait in <template>s (issue 27: a chapter's deep dives
+    hold thousands of highlighted-code elements that a reader who does not open them never sees)."""
+    start = node.get("tl_body_start")
+    if start is not None:
+        folded = "".join(self.body[start:])
+        del self.body[start:]
+        self.body.append(_FOLDED_CODE.sub(r'\1<template class="tl-lazy">\2</template>\3', folded))
     self.body.append("</details>\n")
 
 
@@ -129,9 +151,22 @@ def visit_hidden_cell(self, node) -> None:
     self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n<summary>\n'
                      f'<p class="collapsed admonition-title">{escape(show)}</p>\n'
                      f'<p class="expanded admonition-title">{escape(hide)}</p>\n</summary>\n')
+    node["tl_body_start"] = len(self.body)
+
+
+# What a folded cell may not hold for its content to wait in a <template>: a script (a control's, which must run
+# with the page), a heading (a link target of the page's contents).
+_NOT_LAZY = re.compile(r"<script\b|<h[1-6]\b")
 
 
 def depart_hidden_cell(self, node) -> None:
+    """The folded cell's content (highlighted code: thousands of elements per chapter) waits inside a
+    <template> until the reader opens the fold (static/tl-lazy.js puts it in place; printing and
+    tools/build_pdf.py do too): the page's DOM is the part the reader sees (issue 27)."""
+    start = node.get("tl_body_start")
+    if start is not None and not _NOT_LAZY.search("".join(self.body[start:])):
+        self.body.insert(start, '<template class="tl-lazy">')
+        self.body.append("</template>")
     self.body.append("</details>\n")
 
 
@@ -181,7 +216,8 @@ def notebook_output_folder(app) -> None:
 
 
 def our_templates_first(app, config) -> None:
-    """templates/ overrides three pydata-sphinx-theme components (see each file for why). And the book's
+    """templates/ overrides three pydata-sphinx-theme components and the page's head (layout.html: no search
+    scripts on pages other than search.html) (see each file for why). And the book's
     title stays next to the logo, as text (translatable, in the theme's colours): with a logo and no
     ``logo.text`` the theme shows the image alone."""
     config.templates_path.insert(0, str(Path(__file__).parent / "templates"))
@@ -337,6 +373,7 @@ def setup(app):
     app.add_node(deep_dive_fold, html=(visit_deep_dive_fold, depart_deep_dive_fold),
                  latex=(_skip, _skip), text=(_skip, _skip), man=(_skip, _skip), texinfo=(_skip, _skip))
     app.add_js_file("tl-deep-dive.js", loading_method="defer")
+    app.add_js_file("tl-lazy.js", loading_method="defer")
     app.connect("doctree-read", translate_toctree_captions)
     app.connect("html-page-context", chinese_launch_links, priority=900)  # after sphinx-book-theme's (501)
     app.connect("build-finished", chinese_notebook_downloads)
@@ -356,4 +393,322 @@ def setup(app):
     alt_text_from_outputs()
     app.connect("builder-inited", add_static)
     app.add_css_file("tl-book.css")
+    app.connect("html-page-context", seo_tags)
+    app.connect("build-finished", write_sitemap)
+    app.add_node(nodes.image, override=True, html=(visit_image, depart_image))
+    app.connect("html-page-context", shared_static, priority=100)  # before the themes' handlers use pathto
+    app.connect("build-finished", prune_zh_static, priority=900)    # after Sphinx and the extensions wrote _static/
+    app.connect("html-page-context", unblocked_scripts, priority=950)  # after the extensions added theirs
+    app.connect("doctree-resolved", lazy_explore_data)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
+
+
+# ---------------------------------------------------------------- shared links and search engines (issue 27)
+
+DESCRIPTION_CHARS = {"en": 160, "zh": 90}  # what search results and link previews show of a description
+
+
+def _plain(node) -> str:
+    """A paragraph's text as a reader sees it: formulas as their TeX source, whitespace collapsed."""
+    return re.sub(r"\s+", " ", node.astext()).strip()
+
+
+def _shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, at the end of a sentence when one ends in its second half,
+    else at a word (or, in Chinese, a character), with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s)|[。！？]", head)]
+    if ends and ends[-1] >= limit // 2:
+        return head[:ends[-1]].strip()
+    cut = head.rsplit(" ", 1)[0] if " " in head[limit // 2:] else head[:-1]
+    return cut.rstrip(",;:，；：、 ") + "…"
+
+
+def page_description(doctree, zh: bool) -> str | None:
+    """The page's own first paragraph of prose (its first paragraph of at least a sentence's length, outside
+    notes and tables), shortened for a search result: the chapter's opening, in the edition's language."""
+    if doctree is None:
+        return None
+    skip = (nodes.admonition, nodes.table, nodes.footnote, nodes.citation, nodes.field_list, nodes.sidebar)
+    for para in doctree.findall(nodes.paragraph):
+        parent, inside = para.parent, False
+        while parent is not None:
+            if isinstance(parent, skip):
+                inside = True
+                break
+            parent = parent.parent
+        text = _plain(para)
+        if inside or len(text) < (30 if zh else 60):
+            continue
+        return _shorten(text, DESCRIPTION_CHARS["zh" if zh else "en"])
+    return None
+
+
+def site_url(app) -> str:
+    """The published edition's address, ending in "/": _config.yml's ``html.baseurl`` (the English edition),
+    with ``zh/`` for the Chinese one. Empty when the book does not say where it is published."""
+    base = (app.config.html_baseurl or "").strip()
+    if not base:
+        return ""
+    base = base.rstrip("/") + "/"
+    return base + "zh/" if _translated_edition(app) else base
+
+
+def seo_tags(app, pagename, templatename, context, doctree) -> None:
+    """A ``<meta name="description">`` on every page, from the page's first paragraph (in its edition's language),
+    and the OpenGraph and Twitter card tags that make a shared link show a title, that description and the book's
+    image (book/social.png, at the site's root). Written here rather than by sphinxext-opengraph: the description
+    is the same text in all three tags, and nothing is drawn per page at build time."""
+    if app.builder.format != "html":
+        return
+    from html import escape
+
+    zh = _translated_edition(app)
+    title = re.sub(r"<[^>]+>", "", context.get("title") or "") or app.config.html_title
+    description = page_description(doctree, zh)
+    if description is None:  # the index and the search page: the book's own opening (its root page's)
+        try:
+            description = page_description(app.env.get_and_resolve_doctree(app.config.root_doc, app.builder), zh)
+        except Exception:  # noqa: BLE001 - no root page: the title
+            description = None
+    description = description or app.config.html_title
+    tags = [f'<meta name="description" content="{escape(description)}" />',
+            f'<meta property="og:title" content="{escape(title)}" />',
+            f'<meta property="og:description" content="{escape(description)}" />',
+            '<meta property="og:type" content="website" />',
+            f'<meta property="og:site_name" content="{escape(app.config.html_title)}" />',
+            f'<meta property="og:locale" content="{"zh_CN" if zh else "en_US"}" />',
+            '<meta name="twitter:card" content="summary_large_image" />']
+    base = site_url(app)
+    if base:
+        root = base[:-3] if zh else base  # the image is at the root of the English edition
+        tags += [f'<meta property="og:url" content="{escape(base + pagename + ".html")}" />',
+                 f'<meta property="og:image" content="{escape(root + SOCIAL_IMAGE)}" />',
+                 '<meta property="og:image:width" content="1200" />',
+                 '<meta property="og:image:height" content="630" />',
+                 f'<meta property="og:image:alt" content="{escape(app.config.html_title)}" />']
+    context["metatags"] = context.get("metatags", "") + "\n" + "\n".join(tags) + "\n"
+
+
+SOCIAL_IMAGE = "social.png"  # book/social.png (book/make_logo.py), copied to the site's root (html_extra_path)
+
+
+def write_sitemap(app, exception) -> None:
+    """sitemap.xml at the English edition's root: every page of both editions (the Chinese page beside its English
+    one as its hreflang alternate), for search engines. Needs ``html.baseurl`` in _config.yml."""
+    if exception is not None or app.builder.format != "html" or _translated_edition(app):
+        return
+    base = site_url(app)
+    if not base:
+        return
+    from html import escape
+
+    out = Path(app.outdir)
+    urls = []
+    for doc in sorted(app.env.found_docs):
+        page = out / f"{doc}.html"
+        if not page.exists():
+            continue
+        en, zh = base + f"{doc}.html", base + f"zh/{doc}.html"
+        alternates = (f'<xhtml:link rel="alternate" hreflang="en" href="{escape(en)}"/>'
+                      f'<xhtml:link rel="alternate" hreflang="zh-CN" href="{escape(zh)}"/>')
+        for url in (en, zh):
+            urls.append(f"<url><loc>{escape(url)}</loc>{alternates}</url>")
+    (out / "sitemap.xml").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:xhtml="http://www.w3.org/1999/xhtml">\n'
+        + "\n".join(urls) + "\n</urlset>\n", encoding="utf-8")
+    (out / "robots.txt").write_text(f"User-agent: *\nAllow: /\nSitemap: {base}sitemap.xml\n", encoding="utf-8")
+
+
+# ---------------------------------------------------------------- images: sized, and lazy below the first (issue 27)
+
+def visit_image(self, node) -> None:
+    """Sphinx's <img>, with the image's own width and height (the browser reserves its box before the file arrives:
+    no layout shift; CSS keeps it fluid, static/tl-book.css) and, after a page's first image, loading="lazy": the
+    figures below the fold load as the reader scrolls to them."""
+    from sphinx.util.images import get_image_size
+
+    path = Path(self.builder.srcdir) / node["uri"]
+    start = len(self.body)
+    type(self).visit_image(self, node)  # the translator's own (sphinx.writers.html5)
+    self._tl_images = getattr(self, "_tl_images", 0) + 1
+    for i in range(start, len(self.body)):
+        tag = self.body[i]
+        if not tag.startswith("<img ") or "width=" in tag or "height=" in tag:
+            continue
+        size = get_image_size(str(path)) if path.is_file() else None
+        extra = f' width="{size[0]}" height="{size[1]}"' if size else ""
+        if self._tl_images > 1:
+            extra += ' loading="lazy"'
+        self.body[i] = "<img" + extra + tag[4:]
+        break
+
+
+def depart_image(self, node) -> None:
+    type(self).depart_image(self, node)
+
+
+# ---------------------------------------------------------------- one _static/ for both editions (issue 27)
+# The Chinese edition (under zh/) is a second Sphinx build with its own _static/: the theme, MathJax's fonts, the
+# book's scripts, the same bytes as the English edition's. Its pages load the English edition's _static/ instead,
+# and the copy is removed when the build ends, but for the files that differ between the editions.
+
+# the edition's language (its search, its strings), and the translator's loader (tools/build_book.py zh_translator_loader)
+ZH_OWN_STATIC = ("documentation_options.js", "translations.js", "tl/tl-translator.js")
+_STATIC_URL = re.compile(r"^((?:\.\./)*)_static/([^?#]*)(.*)$", re.S)
+
+
+def _shared_static_url(url: str) -> str:
+    """A page-relative URL into the Chinese edition's _static/, moved to the English edition's (one level up)."""
+    m = _STATIC_URL.match(url) if isinstance(url, str) else None
+    if not m or m.group(2) in ZH_OWN_STATIC:
+        return url
+    return f"{m.group(1)}../_static/{m.group(2)}{m.group(3)}"
+
+
+def shared_static(app, pagename, templatename, context, doctree) -> None:
+    """In the Chinese edition, every URL the page's template makes into _static/ (pathto, the script and style
+    tags, the favicon and logo Sphinx computed already) points at the English edition's _static/."""
+    if app.builder.format != "html" or not _translated_edition(app):
+        return
+    pathto = context["pathto"]
+
+    def shared_pathto(otheruri, resource=False, baseuri=None):
+        url = pathto(otheruri, resource) if baseuri is None else pathto(otheruri, resource, baseuri)
+        return _shared_static_url(url) if str(otheruri).startswith("_static/") else url
+
+    def tag(render):
+        return lambda asset, *a, **k: re.sub(r'((?:src|href)=")([^"]*)"',
+                                             lambda m: m.group(1) + _shared_static_url(m.group(2)) + '"',
+                                             str(render(asset, *a, **k)))
+
+    context["pathto"] = shared_pathto
+    for key in ("css_tag", "js_tag"):
+        if callable(context.get(key)):
+            context[key] = tag(context[key])
+    for key, value in list(context.items()):
+        if isinstance(value, str) and _STATIC_URL.match(value):
+            context[key] = _shared_static_url(value)
+
+
+def prune_zh_static(app, exception) -> None:
+    """The Chinese edition's _static/ loses every file the English edition's holds byte for byte (its pages load
+    those from there: shared_static) and those the English one does not hold (left by an older build); a file that
+    differs stays, and is a warning (the strict build fails)."""
+    if exception is not None or app.builder.format != "html" or not _translated_edition(app):
+        return
+    import filecmp
+    import os
+
+    mine, english = Path(app.outdir) / "_static", Path(app.outdir).parent / "_static"
+    if not english.is_dir():
+        logger.warning("the Chinese edition's pages load the English edition's _static/, which is missing: %s "
+                       "(build the English edition first)", english)
+        return
+    for path in sorted(mine.rglob("*"), reverse=True):
+        rel = path.relative_to(mine)
+        if path.is_dir():
+            if not any(path.iterdir()):
+                path.rmdir()
+        elif str(rel) in ZH_OWN_STATIC:
+            continue
+        elif not (english / rel).is_file() or filecmp.cmp(path, english / rel, shallow=False):
+            os.remove(path)  # the same file, or one the site no longer has (an older build's: Sphinx keeps them)
+        else:
+            logger.warning("the Chinese edition's _static/%s differs from the English edition's (or is not there): "
+                           "its pages load the English one", rel)
+
+
+# ---------------------------------------------------------------- no render-blocking script (issue 27)
+
+SITE_ASSETS = Path(__file__).resolve().parent.parent / "site_assets"
+_REQUIRE_BASE = 'var base = document.currentScript.src.replace(/[^\\/]*$/, "");'
+
+
+def unblocked_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Every script file of the page's head is deferred (it runs after the page is parsed, before DOMContentLoaded,
+    in order, as the theme's and the extensions' scripts expect), but two that inline scripts of the page use while
+    it is parsed, which are written into the page instead: documentation_options.js (DOCUMENTATION_OPTIONS, set by
+    the inline ``DOCUMENTATION_OPTIONS.pagename = ...``; rendered from Sphinx's own template with the page's
+    context) and tl/tl-require.js (window.tlRequire, called by the bertviz views' inline scripts; its base URL, the
+    site's _static/tl/, written as the page's relative path to it)."""
+    if app.builder.format != "html" or "script_files" not in context or pagename == "search":
+        return  # the search page: its template's searchtools.js runs at once and needs doctools.js before it
+    from sphinx.builders.html._assets import _JavaScript
+
+    scripts = []
+    for js in context["script_files"]:
+        name = str(getattr(js, "filename", js) or "")
+        attributes = dict(getattr(js, "attributes", {}) or {})
+        priority = getattr(js, "priority", 500)
+        if name.endswith("documentation_options.js"):
+            body = _documentation_options(app, context)
+            scripts.append(_JavaScript("", priority=priority, body=body))
+        elif name.endswith("tl/tl-require.js"):
+            source = (SITE_ASSETS / "tl-require.js").read_text(encoding="utf-8")
+            if _REQUIRE_BASE not in source:
+                raise RuntimeError(f"{SITE_ASSETS / 'tl-require.js'} no longer computes its base as {_REQUIRE_BASE!r}")
+            base = context["pathto"]("_static/tl/", 1)
+            source = source.replace(_REQUIRE_BASE, f"var base = new URL({base!r}, document.baseURI).href;")
+            scripts.append(_JavaScript("", priority=priority, body=source))
+        elif name and "async" not in attributes and "defer" not in attributes and attributes.get("type") in (None, "text/javascript"):
+            attributes.pop("body", None)
+            scripts.append(_JavaScript(js.filename, priority=priority, defer="defer", **attributes))
+        else:
+            scripts.append(js)
+    context["script_files"] = scripts
+
+
+def _documentation_options(app, context) -> str:
+    """Sphinx's documentation_options.js for this page, from the basic theme's template and the page's context."""
+    import sphinx
+
+    template = Path(sphinx.__file__).parent / "themes" / "basic" / "static" / "documentation_options.js.jinja"
+    return app.builder.templates.render_string(template.read_text(encoding="utf-8"), context)
+
+
+# ---------------------------------------------------------------- the controls' frames: loaded on first use (issue 27)
+# A precomputed control (transformer_lite.book.interactive.explore) carries every frame (figures as PNG data URIs)
+# in a <script type="application/json" class="tl-data"> that its inline script parses when the page loads: up to
+# 370 KB (gzip) of a chapter's page, all on the critical path, for figures the reader sees only by moving a slider.
+# Here the frames go to a file of their own, _data/<hash>.js (a script, not JSON: a page opened from disk may load
+# scripts, not fetch files), and the control's script asks static/tl-lazy.js for them when the reader first moves
+# it, or touches or focuses it. The page shows the control's first frame as before.
+
+_EXPLORE_DATA = re.compile(r'<script type="application/json" class="tl-data">(.*?)</script>', re.S)
+_EXPLORE_PARSE = "var d=JSON.parse(r.querySelector('script.tl-data').textContent),"
+_EXPLORE_UPDATE = "function u(){"
+
+
+def lazy_explore_data(app, doctree, docname) -> None:
+    """Move each control's frames out of the page (see above); a control whose script is not the one expected is
+    left as it is (tests/test_budgets.py then finds its page over budget)."""
+    if app.builder.format != "html":
+        return
+    import hashlib
+
+    for raw in list(doctree.findall(nodes.raw)):
+        text = raw.astext()
+        if 'class="tl-data"' not in text or text.count(_EXPLORE_PARSE) != len(_EXPLORE_DATA.findall(text)) \
+                or text.count(_EXPLORE_UPDATE) != text.count(_EXPLORE_PARSE):
+            continue
+        up = "../" * docname.count("/")
+
+        def move(m):
+            data = m.group(1)
+            key = hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
+            dest = Path(app.outdir) / "_data" / f"{key}.js"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if not dest.exists():
+                dest.write_text(f'(window.tlData=window.tlData||{{}})["{key}"]={data};\n', encoding="utf-8")
+            return (f'<script type="application/json" class="tl-data" data-tl-key="{key}" '
+                    f'data-tl-src="{up}_data/{key}.js"></script>')
+
+        text = _EXPLORE_DATA.sub(move, text)
+        text = text.replace(_EXPLORE_PARSE, "var d=null,")
+        text = text.replace(_EXPLORE_UPDATE, "function u(){if(!d){window.tlExploreData(r).then(function(x){d=x;u();});"
+                                             "return;}")
+        raw.replace_self(nodes.raw("", text, format="html", classes=raw.get("classes", [])))
