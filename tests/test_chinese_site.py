@@ -254,7 +254,7 @@ def _page(edition: str, name: str) -> str:
     return (HTML / edition / "notebooks" / f"{name}.html").read_text(encoding="utf-8")
 
 
-OUTPUT_IMG = re.compile(r'<img alt="([^"]*)" src="([^"]*_images/[0-9a-f]{64}\.png)"')  # myst-nb names outputs by hash
+OUTPUT_IMG = re.compile(r'<img\b[^>]*?\balt="([^"]*)" src="([^"]*_images/[0-9a-f]{64}\.png)"')  # myst-nb names outputs by hash; width/height/loading may come first
 
 
 def _text(fragment: str) -> str:
