@@ -3,10 +3,11 @@
 Lighthouse (benchmarks/lighthouse.py, `make bench`) measures the pages in its default mobile emulation: a
 mid-range phone on slow 4G (1.6 Mbit/s, 150 ms round trips, a CPU 4x slower than a desktop's). Its timings move
 with the machine that runs it; what they follow does not, and is checked here, on EVERY page of both editions
-(62 pages, a few seconds: reading and gzip-compressing files, no timing):
+(52 pages, a few seconds: reading and gzip-compressing files, no timing):
 
-* the compressed bytes on the critical path (the page and its stylesheets: the first paint waits for them)
-  and the compressed bytes loaded before first use (those, the page's scripts and its images that are not lazy);
+* the compressed bytes on the critical path (the page, its stylesheets and the web fonts its first layout asks
+  for at the highest priority: Lighthouse's simulation counts them all before the first paint) and the compressed
+  bytes loaded before first use (those, the page's scripts and its images that are not lazy);
 * the DOM elements (the content of a folded cell waits in a <template>, outside the DOM: tl_book.py);
 * no script that blocks rendering (every script file is deferred or async), no math script at all (the math is
   typeset when the site is built: tl_math.py), and no search index on pages other than search.html.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import sys
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -30,11 +32,14 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
 HTML = Path(os.environ.get("SITE_HTML", ROOT / "_build" / "html"))
 
-CRITICAL_KIB = 200      # the page + its stylesheets, gzip (measured: 188 KiB at most, chapter 12)
-BEFORE_USE_KIB = 350    # + its scripts and eager images (measured: 314 KiB at most, chapter 6)
-DOM_ELEMENTS = 10_500   # elements outside <template> (measured: 9,949 at most, chapter 10)
+CRITICAL_KIB = 200      # the page + its stylesheets + its fonts, gzip (measured: 186 KiB at most, zh chapter 12;
+                        # the fonts alone were 386 KB on chapter 3 before tools/slim_static.py)
+BEFORE_USE_KIB = 260    # + its scripts and eager images (measured: 243 KiB at most, zh chapter 12)
+DOM_ELEMENTS = 7_700    # elements outside <template> (measured: 7,235 at most, chapter 2; 9,949 before the plain
+                        # code spans were unwrapped)
 TEXT = {".html", ".css", ".js", ".json", ".svg", ".mjs"}
 
 
@@ -66,6 +71,18 @@ def local(page: Path, url: str) -> Path | None:
     return path if path.is_file() else None
 
 
+def fonts(page: Path, text: str | None) -> list[Path]:
+    """The web fonts the page's first layout asks for, at the browser's highest priority: Font Awesome's (the
+    header's icons, the admonitions' and arrows' characters: tools/slim_static.py keeps three small WOFF files)
+    and each MathJax font its formulas draw in (tools/slim_static.py page_formula_characters)."""
+    import slim_static
+
+    text = page.read_text(encoding="utf-8") if text is None else text
+    found = sorted((HTML / "_static" / slim_static.FA_FONTS).glob("*.woff"))
+    found += [HTML / slim_static.SITE_MATHJAX_FONTS / name for name in slim_static.page_formula_characters(text)]
+    return [f for f in found if f.is_file()]
+
+
 def outside_templates(doc, xpath: str):
     return doc.xpath(xpath + "[not(ancestor::template)]")
 
@@ -76,7 +93,7 @@ def measure(page: Path) -> dict:
               if "stylesheet" in (l.get("rel") or "")]
     scripts = [s for s in outside_templates(doc, "//script") if s.get("src")]
     images = [local(page, i.get("src")) for i in outside_templates(doc, "//img") if i.get("loading") != "lazy"]
-    critical = compressed(page) + sum(compressed(p) for p in styles if p)
+    critical = compressed(page) + sum(compressed(p) for p in styles if p) + sum(compressed(f) for f in fonts(page, text=None))
     before_use = critical + sum(compressed(p) for p in (local(page, s.get("src")) for s in scripts) if p) \
         + sum(compressed(p) for p in images if p)
     # in the head: the browser renders nothing until such a script has arrived and run (the search page's own

@@ -477,6 +477,22 @@ def chinese_edition(html_dir: Path) -> list[str]:
     return problems
 
 
+def slim_site(html_dir: Path) -> list[str]:
+    """The built site made lighter for a phone (tools/slim_static.py); the problems (none, or why not)."""
+    import slim_static
+
+    try:
+        done = slim_static.slim(html_dir)
+    except (OSError, KeyError, ValueError) as e:
+        return [f"the site could not be slimmed (tools/slim_static.py): {e!r}"]
+    fa, mj, css, pages = done["fontawesome"], done["mathjax"], done["stylesheet"], done["pages"]
+    log(f"slimmed: Font Awesome {fa['fonts_before'] / 1024:.0f} -> {fa['fonts_after'] / 1024:.0f} KiB ({fa['icons']} icons), "
+        f"MathJax fonts {mj['fonts_before'] / 1024:.0f} -> {mj['fonts_after'] / 1024:.0f} KiB ({mj['characters']} glyphs), "
+        f"theme stylesheet {css['before'] / 1024:.0f} -> {css['after'] / 1024:.0f} KiB, "
+        f"{pages['spans']:,} plain code spans unwrapped in {pages['pages']} pages")
+    return []
+
+
 def zh_translator_loader(zh_dir: Path) -> Path:
     """The Chinese edition loads the English edition's _static/ (one copy on the site: tools/sphinx_ext/tl_book.py's
     shared_static; its own _static/ keeps only what differs). The translator box of a page that ran in a kernel
@@ -532,6 +548,8 @@ def main(argv=None) -> int:
     elif not args.existing_only:
         problems += chinese_edition(html_dir)
     if (html_dir / "index.html").exists():  # even after a failure
+        if proc.returncode == 0:
+            problems += slim_site(html_dir)
         problems += check_site(html_dir)
     return finish(problems, t0)
 
