@@ -2,6 +2,7 @@
 
     python benchmarks/lighthouse.py                      # the heaviest pages of both editions -> benchmarks/lighthouse.json
     python benchmarks/lighthouse.py --page notebooks/03_self_attention.html --runs 3 --out /tmp/lh.json
+    python benchmarks/lighthouse.py --all                # every page of both editions, once -> benchmarks/lighthouse-all.json
 
 The site (``_build/html``, `make book`) is served by a small HTTP server that gzip-compresses text
 (HTML, CSS, JavaScript, JSON, SVG), as static hosts do. Lighthouse 12.2.3 (package.json; later versions
@@ -34,13 +35,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
 OUT = ROOT / "benchmarks" / "lighthouse.json"
+OUT_ALL = ROOT / "benchmarks" / "lighthouse-all.json"
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 CHROME = os.environ.get("CHROME_PATH", "/usr/bin/chromium")
-# the heaviest pages of both editions (by bytes, DOM and formulas) and the landing page
+# the heaviest pages of both editions (by critical bytes, DOM and formulas: tests/test_budgets.py) and the landing page
 PAGES = ["book/intro.html", "notebooks/03_self_attention.html", "notebooks/12_inference.html",
-         "notebooks/02_positional_encoding.html", "notebooks/13_capstone_translator.html",
+         "notebooks/02_positional_encoding.html", "notebooks/10_training.html", "notebooks/13_capstone_translator.html",
          "zh/book/intro.html", "zh/notebooks/05_add_norm_ffn.html", "zh/notebooks/12_inference.html",
-         "zh/notebooks/03_self_attention.html"]
+         "zh/notebooks/10_training.html", "zh/notebooks/03_self_attention.html"]
+
+
+def every_page(html_dir: Path = HTML) -> list[str]:
+    """Every page of both editions (not the redirecting index.html, the reports or the sources)."""
+    return sorted(str(p.relative_to(html_dir)) for p in html_dir.rglob("*.html")
+                  if not {"_static", "reports", "_sources"} & set(p.relative_to(html_dir).parts)
+                  and "<body" in p.read_text(encoding="utf-8", errors="replace")[:100_000])
 GOALS = {"performance": (">=", 90), "accessibility": (">=", 100), "best-practices": (">=", 100),
          "seo": (">=", 100), "lcp_ms": ("<=", 2500), "tbt_ms": ("<=", 200), "cls": ("<=", 0.1)}
 COMPRESSED = {".html", ".js", ".css", ".json", ".svg", ".txt", ".xml", ".map", ".mjs", ".inv"}
@@ -169,6 +178,7 @@ def measure(pages=PAGES, runs: int = 1, html_dir: Path = HTML, preset: str | Non
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--page", action="append", help="a page under the site (default: the heaviest of both editions)")
+    ap.add_argument("--all", action="store_true", help=f"every page of both editions ({OUT_ALL.relative_to(ROOT)})")
     ap.add_argument("--runs", type=int, default=1, help="runs per page; the median is kept (default 1)")
     ap.add_argument("--html", type=Path, default=HTML)
     ap.add_argument("--preset", choices=["desktop", "perf", "experimental"], default=None,
@@ -178,8 +188,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.runs < 1:
         raise SystemExit(f"--runs must be at least 1, got {args.runs}")
-    results = measure(args.page or PAGES, args.runs, args.html, args.preset)
-    out = args.out or (OUT if args.page is None and args.preset is None else None)
+    pages = every_page(args.html) if args.all else (args.page or PAGES)
+    results = measure(pages, args.runs, args.html, args.preset)
+    default = OUT_ALL if args.all else OUT
+    out = args.out or (default if args.page is None and args.preset is None else None)
     if out is not None:
         out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {out}")
