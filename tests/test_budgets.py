@@ -3,7 +3,7 @@
 Lighthouse (benchmarks/lighthouse.py, `make bench`) measures the pages in its default mobile emulation: a
 mid-range phone on slow 4G (1.6 Mbit/s, 150 ms round trips, a CPU 4x slower than a desktop's). Its timings move
 with the machine that runs it; what they follow does not, and is checked here, on EVERY page of both editions
-(52 pages, a few seconds: reading and gzip-compressing files, no timing):
+(50 pages today, a few seconds: reading and gzip-compressing files, no timing):
 
 * the compressed bytes on the critical path (the page, its stylesheets and the web fonts its first layout asks
   for at the highest priority: Lighthouse's simulation counts them all before the first paint) and the compressed
