@@ -53,6 +53,10 @@ def pages() -> list[str]:
 
 
 # JS run in the page after load: finds every problem the reader would see.
+# a chapter's sections are shown a few at a time once it has loaded (static/tl-lazy.js); a reader scrolls to one
+# after that, and what a test reads of the page (its text, what is visible, axe) it reads once they all are
+SECTIONS_SHOWN = "document.documentElement.dataset.tlShown !== undefined"
+
 _INSPECT = r"""
 async (pattern) => {
   const out = {math: 0, mathRendered: 0, rawTex: [], badImages: [], controls: [], widgets: 0};
@@ -124,7 +128,11 @@ async (pattern) => {
   }
   // bertviz views: drawn (an SVG), and each drop-down changes the drawing
   for (const root of document.querySelectorAll('.tl-bertviz')) {
-    for (let i = 0; i < 50 && !root.querySelector('svg'); i++) await settle();
+    // a view draws itself when the reader comes near it (tools/site_assets/tl-require.js), a fold open around it
+    for (let d = root.closest('details'); d; d = d.parentElement.closest('details')) d.open = true;
+    await settle();
+    root.scrollIntoView();
+    for (const t0 = Date.now(); Date.now() - t0 < 15000 && !root.querySelector('svg');) await settle();
     const svg = () => root.querySelector('svg');
     if (!svg()) { out.controls.push({id: root.firstElementChild.id + '/svg', values: 0, changed: -1, restored: false}); continue; }
     for (const el of root.querySelectorAll('select')) {
@@ -202,6 +210,8 @@ def _visit_all(browser, scheme: str, base: str) -> dict:
                                "!document.querySelector('meta[http-equiv=Refresh i]')")
         if scheme == "http":  # (over file:// Playwright's "networkidle" sometimes never comes; _INSPECT waits itself)
             page.wait_for_load_state("networkidle")
+        # every section shown, a few at a time once the page has loaded (static/tl-lazy.js): what axe must see
+        page.wait_for_function(SECTIONS_SHOWN)
         r.update(page.evaluate(_INSPECT, RAW_TEX.pattern))
         # after _INSPECT swapped frames, the theme makes an overflowing <pre> keyboard-scrollable (tabindex=0)
         # from a MutationObserver debounced by 300 ms; axe must see the page once that has run
@@ -464,6 +474,7 @@ def test_a_solution_folds_under_a_toggle_in_its_editions_language(browser, site,
     page = ctx.new_page()
     try:
         page.goto(f"{site}{edition}notebooks/05_add_norm_ffn.html")
+        page.wait_for_function(SECTIONS_SHOWN)
         solutions = page.locator("div.cell.tag_solution")
         assert solutions.count() >= 3
         for i in range(solutions.count()):
@@ -502,6 +513,7 @@ def test_a_deep_dive_folds_under_its_heading_and_a_link_into_it_opens_it(browser
     page = ctx.new_page()
     try:
         page.goto(f"{site}{edition}{page_name}")
+        page.wait_for_function(SECTIONS_SHOWN)
         dive = page.locator("section.tl-deep-dive").first
         fold = dive.locator("details.tl-deep-dive-fold").first
         assert dive.locator("h2, h3, h4").first.is_visible() and dive.locator(":scope > p").first.is_visible()
@@ -592,3 +604,54 @@ def test_every_page_names_the_licences_in_its_own_language():
         if 'href="https://creativecommons.org/licenses/by-sa/4.0/"' not in footer or not all(w in footer for w in words):
             bad.append(name)
     assert not bad, f"pages whose footer does not name the licences: {bad[:5]}"
+
+
+# the layout of every element of a chapter, as page coordinates: what a section's containment must not move
+_POSITIONS = """() => Array.from(document.querySelectorAll('article.bd-article *'), e => {
+  const r = e.getBoundingClientRect(); return [Math.round(r.left), Math.round(r.top + scrollY), Math.round(r.height)]; })"""
+
+
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_sections_are_laid_out_a_few_at_a_time_and_nothing_moves_when_they_show(browser, site, edition):
+    """A chapter's head gives <html> the class tl-cv: its off-screen sections are skipped (content-visibility: auto)
+    until static/tl-lazy.js shows them, one an idle moment after the first frame, and says when all are shown. A
+    skipped section is contained; every section is laid out as a contained one always (tl-book.css), so containing
+    them all moves no element of the page, on a phone and on a desktop."""
+    for width in (412, 1280):
+        ctx = browser.new_context(viewport={"width": width, "height": 800})
+        page = ctx.new_page()
+        try:
+            page.goto(f"{site}{edition}notebooks/03_self_attention.html", wait_until="commit")
+            page.wait_for_function("document.body !== null")
+            assert page.evaluate("document.documentElement.classList.contains('tl-cv')")
+            page.wait_for_function(SECTIONS_SHOWN, timeout=20_000)
+            assert not page.evaluate("document.documentElement.classList.contains('tl-cv')")
+            before = page.evaluate(_POSITIONS)
+            assert len(before) > 3000
+            page.add_style_tag(content="article.bd-article section section { contain: layout style paint; }")
+            after = page.evaluate(_POSITIONS)
+            moved = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+            assert not moved, f"{len(moved)} elements moved at width {width}"
+        finally:
+            ctx.close()
+
+
+def test_a_bertviz_view_draws_itself_when_the_reader_comes_near_it(browser, site):
+    """require.js, jquery and d3 are not loaded with the page: a view asks for them as it comes within a screen of
+    the reader (tools/site_assets/tl-require.js), and then draws itself."""
+    ctx = browser.new_context(viewport={"width": 412, "height": 800})
+    page = ctx.new_page()
+    asked = []
+    page.on("request", lambda r: asked.append(r.url))
+    try:
+        page.goto(f"{site}notebooks/04_multi_head_attention.html", wait_until="load")
+        page.wait_for_timeout(1500)
+        views = page.locator(".tl-bertviz")
+        assert views.count() >= 2
+        assert not [u for u in asked if "require.js" in u or "d3.min" in u]
+        assert page.locator(".tl-bertviz svg").count() == 0
+        views.first.scroll_into_view_if_needed()
+        page.wait_for_function("document.querySelector('.tl-bertviz svg') !== null", timeout=20_000)
+        assert [u for u in asked if "require.js" in u] and [u for u in asked if "d3.min" in u]
+    finally:
+        ctx.close()

@@ -131,11 +131,14 @@ def test_the_head_loses_the_script_preloads_and_decides_the_colour_mode_at_once(
     assert out.endswith(ss.SYSTEM_THEME) and ss.AUTO_THEME not in out
 
 
-def test_the_theme_script_has_its_tab_stop_loop_once():
-    """The patch replaces one exact piece of pydata-sphinx-theme 0.17.1's script: a new theme version fails the
+def test_the_theme_scripts_have_each_patched_piece_once():
+    """The patches replace exact pieces of pydata-sphinx-theme 0.17.1's scripts: a new theme version fails the
     build (patch_theme_script raises) rather than ship an unpatched or broken script."""
     script = (ss.theme_static() / ss.THEME_JS).read_text(encoding="utf-8")
-    assert script.count(ss.TAB_STOPS) == 1
+    assert script.count(ss.TAB_STOPS) == 1 and script.count(ss.TAB_STOPS_DEBOUNCED) == 1
+    assert (ss.theme_static() / ss.BOOTSTRAP_JS).read_text(encoding="utf-8").count(ss.BACK_TO_TOP) == 1
+    with pytest.raises(ValueError, match="not there once"):
+        ss._patched(ss.THEME_JS, script.replace(ss.TAB_STOPS, ""), [(ss.TAB_STOPS, ss.TAB_STOPS_BATCHED)])
 
 
 # ---------------------------------------------------------------- the built site
@@ -188,12 +191,16 @@ def test_highlighted_code_keeps_every_coloured_span():
     assert ss.PRE_COLOUR_MARK in (html / "_static" / "pygments.css").read_text(encoding="utf-8")
 
 
-def test_the_theme_script_is_the_themes_own_but_for_its_tab_stops():
+def test_the_theme_scripts_are_the_themes_own_but_for_the_patches():
     html = built()
-    ours = (html / "_static" / ss.THEME_JS).read_text(encoding="utf-8")
-    theirs = (ss.theme_static() / ss.THEME_JS).read_text(encoding="utf-8")
-    assert ours.count(ss.TAB_STOPS_BATCHED) == 1
-    assert ours.replace(ss.TAB_STOPS_BATCHED, ss.TAB_STOPS).rstrip() == re.sub(r"\n//# sourceMappingURL=\S*\s*$", "", theirs).rstrip()
+    for name, changes in ((ss.THEME_JS, [(ss.TAB_STOPS, ss.TAB_STOPS_BATCHED), (ss.TAB_STOPS_DEBOUNCED, ss.TAB_STOPS_EXPOSED)]),
+                          (ss.BOOTSTRAP_JS, [(ss.BACK_TO_TOP, ss.BACK_TO_TOP_LAZY)])):
+        ours = (html / "_static" / name).read_text(encoding="utf-8")
+        theirs = (ss.theme_static() / name).read_text(encoding="utf-8")
+        for old, new in changes:
+            assert ours.count(new) == 1
+            ours = ours.replace(new, old)
+        assert ours.rstrip() == re.sub(r"\n//# sourceMappingURL=\S*\s*$", "", theirs).rstrip()
 
 
 def test_pages_have_no_script_preload_and_no_auto_theme():

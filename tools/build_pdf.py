@@ -335,7 +335,9 @@ def print_pdf(url: str, dest: Path, browser) -> dict:
     log(f"  loaded in {time.time() - t:.0f} s")
     # the math was typeset when the site was built (tools/sphinx_ext/tl_math.py): only its fonts must load
     page.evaluate("() => document.fonts.ready.then(() => true)")
-    # the bertviz views draw themselves (d3) once require.js has loaded d3 and jquery
+    # every section shown (static/tl-lazy.js lays them out a few at a time on the site); the bertviz views draw
+    # themselves (d3) once require.js has loaded d3 and jquery, on the site when the reader comes near them
+    page.evaluate("() => { if (window.tlShowSections) window.tlShowSections(); if (window.tlRequireAll) window.tlRequireAll(); }")
     page.wait_for_function("() => Array.from(document.querySelectorAll('.tl-bertviz [id$=\"-vis\"]'))"
                            ".every(v => v.querySelector('svg'))", timeout=120_000)
     math = page.evaluate("() => document.querySelectorAll('mjx-container').length")

@@ -203,20 +203,41 @@ THEME_JS = Path("scripts/pydata-sphinx-theme.js")
 # pydata-sphinx-theme 0.17.1's updateTabStops (src/pydata_sphinx_theme/assets/scripts/pydata-sphinx-theme.js,
 # addTabStopsToScrollableElements), minified: a read and a write per element
 TAB_STOPS = '.forEach(e=>{e.tabIndex=e.scrollWidth>e.clientWidth||e.scrollHeight>e.clientHeight?0:-1})'
-# the same decisions, every size read (one layout) when the first element is visited, then the changed writes
-TAB_STOPS_BATCHED = ('.forEach((e,i,l)=>{if(!i)l.tlTabs=Array.from(l,x=>x.scrollWidth>x.clientWidth||'
+# the same decisions, every size read (one layout) when the first element is visited, then the changed writes; an
+# element the browser is not rendering (in a closed fold, or a section not yet shown: static/tl-lazy.js) keeps its
+# tab stop, since reading its size would lay it out now: it is decided again when it shows
+TAB_STOPS_BATCHED = ('.forEach((e,i,l)=>{if(!i)l.tlTabs=Array.from(l,x=>x.checkVisibility&&'
+                     '!x.checkVisibility({contentVisibilityAuto:!0})?x.tabIndex:x.scrollWidth>x.clientWidth||'
                      'x.scrollHeight>x.clientHeight?0:-1);if(e.tabIndex!==l.tlTabs[i])e.tabIndex=l.tlTabs[i]})')
+# ... and its debounced run, which the theme calls on resizes and on changes of the page, also called by
+# static/tl-lazy.js when a fold opens or the last section shows (window.tlTabStops)
+TAB_STOPS_DEBOUNCED = 't=_(e,300);window.addEventListener("resize",t)'
+TAB_STOPS_EXPOSED = 't=_(e,300);window.tlTabStops=t;window.addEventListener("resize",t)'
+BOOTSTRAP_JS = Path("scripts/bootstrap.js")
+# the theme's back-to-top button (in its bootstrap.js bundle) reads the header's position as the page loads, which
+# lays out the whole page there and then; the header is sticky, so reading it at the first scroll gives the same
+BACK_TO_TOP = ('var e=document.getElementsByClassName("bd-header")[0].getBoundingClientRect();'
+               'window.addEventListener("scroll",function(){')
+BACK_TO_TOP_LAZY = ('var h=document.getElementsByClassName("bd-header")[0],e;'
+                    'window.addEventListener("scroll",function(){e=e||h.getBoundingClientRect();')
+
+
+def _patched(name: Path, script: str, changes: list[tuple[str, str]]) -> str:
+    for old, new in changes:
+        if script.count(old) != 1:
+            raise ValueError(f"{theme_static() / name}: {old[:60]!r}... of pydata-sphinx-theme 0.17.1 is not there "
+                             "once: a new version of the theme? (tools/slim_static.py)")
+        script = script.replace(old, new)
+    return re.sub(r"\n//# sourceMappingURL=[^\n]*\s*$", "\n", script)
 
 
 def patch_theme_script(html_dir: Path) -> None:
-    """The theme's script with its tab stops decided in one layout (TAB_STOPS_BATCHED)."""
-    script = (theme_static() / THEME_JS).read_text(encoding="utf-8")
-    if script.count(TAB_STOPS) != 1:
-        raise ValueError(f"{theme_static() / THEME_JS}: the tab-stop loop of pydata-sphinx-theme 0.17.1 is not there "
-                         "once: a new version of the theme? (tools/slim_static.py TAB_STOPS)")
-    script = re.sub(r"\n//# sourceMappingURL=[^\n]*\s*$", "\n", script.replace(TAB_STOPS, TAB_STOPS_BATCHED))
-    (html_dir / "_static" / THEME_JS).write_text(script, encoding="utf-8")
-    (html_dir / "_static" / THEME_JS).with_suffix(".js.map").unlink(missing_ok=True)
+    """The theme's scripts with no layout forced as the page loads (TAB_STOPS_BATCHED, BACK_TO_TOP_LAZY)."""
+    for name, changes in ((THEME_JS, [(TAB_STOPS, TAB_STOPS_BATCHED), (TAB_STOPS_DEBOUNCED, TAB_STOPS_EXPOSED)]),
+                          (BOOTSTRAP_JS, [(BACK_TO_TOP, BACK_TO_TOP_LAZY)])):
+        script = _patched(name, (theme_static() / name).read_text(encoding="utf-8"), changes)
+        (html_dir / "_static" / name).write_text(script, encoding="utf-8")
+        (html_dir / "_static" / name).with_suffix(".js.map").unlink(missing_ok=True)
 
 
 _THEME_COLOUR = re.compile(r'html\[data-theme="(\w+)"\] \.highlight \{[^}]*?(?<![-\w])color: ([^;}\s]+)')

@@ -1,5 +1,5 @@
 /* transformer_lite: load require.js, d3 and jquery from this site's own copies, and only on pages
- * that ask (the bertviz views written by transformer_lite.viz call window.tlRequire(run)).
+ * that ask (the bertviz views written by transformer_lite.viz call window.tlRequire(run)), when a view is near.
  * Paths are resolved against this script's own URL, so the site works from any sub-path or offline. */
 (function () {
   "use strict";
@@ -12,7 +12,29 @@
     state = 2;
     queue.splice(0).forEach(function (f) { f(); });
   }
+  // A view is drawn when it comes within a screen of the reader, not as the page loads: require.js, jquery and d3
+  // and the drawing cost a phone ~1 s of work the first screen does not need (issue 27). window.tlRequireAll()
+  // draws every view now (tools/build_pdf.py, the tests; printing).
+  var waiting = [];
+  function drawAll() { waiting.splice(0).forEach(function (w) { w(); }); }
+  window.tlRequireAll = drawAll;
+  window.addEventListener("beforeprint", drawAll);
   window.tlRequire = function (f) {
+    var place = document.currentScript && document.currentScript.parentNode;
+    if (!place || !("IntersectionObserver" in window)) { draw(f); return; }
+    var observer, go = function () {
+      observer.disconnect();
+      var i = waiting.indexOf(go);
+      if (i >= 0) waiting.splice(i, 1);
+      draw(f);
+    };
+    observer = new IntersectionObserver(function (entries) {
+      if (entries.some(function (e) { return e.isIntersecting; })) go();
+    }, { rootMargin: "100% 0px" });
+    observer.observe(place);
+    waiting.push(go);
+  };
+  function draw(f) {
     if (state === 2) { f(); return; }
     queue.push(f);
     if (state === 1) return;

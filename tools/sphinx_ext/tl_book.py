@@ -374,6 +374,8 @@ def setup(app):
                  latex=(_skip, _skip), text=(_skip, _skip), man=(_skip, _skip), texinfo=(_skip, _skip))
     app.add_js_file("tl-deep-dive.js", loading_method="defer")
     app.add_js_file("tl-lazy.js", loading_method="defer")
+    # sections laid out a few at a time (static/tl-lazy.js, tl-book.css); in the head, before the body is laid out
+    app.add_js_file(None, body='document.documentElement.classList.add("tl-cv");', priority=200)
     app.connect("doctree-read", translate_toctree_captions)
     app.connect("html-page-context", chinese_launch_links, priority=900)  # after sphinx-book-theme's (501)
     app.connect("build-finished", chinese_notebook_downloads)

@@ -78,9 +78,45 @@
   // "toggle" does not bubble: listen in the capture phase, for every <details> of the page
   document.addEventListener("toggle", function (event) {
     var details = event.target;
-    if (details && details.tagName === "DETAILS" && details.open) within(details);
+    if (details && details.tagName === "DETAILS" && details.open) {
+      within(details);
+      if (window.tlTabStops) window.tlTabStops();  // a code block the fold shows may scroll (tools/slim_static.py)
+    }
   }, true);
   // a fold opened before this deferred script ran
   document.querySelectorAll("details[open]").forEach(within);
-  window.addEventListener("beforeprint", function () { window.tlMaterialize(); });
+
+  // A chapter's sections are laid out a few at a time (issue 27). The page's head gives <html> the class "tl-cv",
+  // under which tl-book.css lets the browser skip the style and layout of a section while it is off screen
+  // (content-visibility: auto): a phone lays out the first screen, not the whole chapter at once. Once the page
+  // has loaded, each idle moment shows one more section (class "tl-shown"), so the rest is laid out in small
+  // steps, and when every section is shown the class goes and the page is as it would be without it
+  // (data-tl-shown on <html> says so: tools/build_pdf.py and the tests wait for it). The sections' own layout is
+  // the same contained or not (tl-book.css), so nothing moves when one is shown.
+  var root = document.documentElement;
+  function showAll() {
+    root.classList.remove("tl-cv");
+    root.dataset.tlShown = "";
+  }
+  window.tlShowSections = showAll;
+  if (root.classList.contains("tl-cv")) {
+    var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 30); };
+    var start = function () {
+      var sections = Array.prototype.slice.call(document.querySelectorAll("article.bd-article section section"));
+      var i = 0;
+      (function next() {
+        if (!root.classList.contains("tl-cv")) return;
+        if (i < sections.length) { sections[i++].classList.add("tl-shown"); idle(next, {timeout: 500}); return; }
+        showAll();
+        if (window.tlTabStops) window.tlTabStops();  // the tab stops of what was skipped (tools/slim_static.py)
+      })();
+    };
+    // not before the page's first frame (requestAnimationFrame waits for it): the first screen is drawn first
+    var begin = function () { requestAnimationFrame(function () { setTimeout(function () { idle(start, {timeout: 500}); }, 0); }); };
+    if (document.readyState === "complete") begin();
+    else window.addEventListener("load", begin);
+  } else {
+    root.dataset.tlShown = "";
+  }
+  window.addEventListener("beforeprint", function () { showAll(); window.tlMaterialize(); });
 })();
