@@ -97,9 +97,11 @@ def measure(page: Path) -> dict:
     before_use = critical + sum(compressed(p) for p in (local(page, s.get("src")) for s in scripts) if p) \
         + sum(compressed(p) for p in images if p)
     # in the head: the browser renders nothing until such a script has arrived and run (the search page's own
-    # scripts, at the end of its body, come after everything it shows)
+    # scripts, at the end of its body, come after everything it shows); a script of another type (tl_book.py's
+    # LATER_TYPE: loaded after the first frame by static/tl-lazy.js) is neither loaded nor run by the browser
     blocking = [s.get("src") for s in doc.xpath("//head//script[@src]")
-                if s.get("defer") is None and s.get("async") is None and s.get("type") != "module"]
+                if s.get("defer") is None and s.get("async") is None
+                and s.get("type") in (None, "", "text/javascript", "application/javascript")]
     text = page.read_text(encoding="utf-8")
     return dict(critical=critical, before_use=before_use, dom=len(outside_templates(doc, "//*")),
                 blocking=blocking, scripts=[s.get("src") for s in scripts], text=text, doc=doc)

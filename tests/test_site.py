@@ -626,6 +626,10 @@ def test_sections_are_laid_out_a_few_at_a_time_and_nothing_moves_when_they_show(
             assert page.evaluate("document.documentElement.classList.contains('tl-cv')")
             page.wait_for_function(SECTIONS_SHOWN, timeout=20_000)
             assert not page.evaluate("document.documentElement.classList.contains('tl-cv')")
+            # the scripts loaded after the first frame (tl_book.py AFTER_FIRST_FRAME) ran: every code block has its
+            # copy button (sphinx-copybutton), Sphinx's Documentation object exists
+            page.wait_for_function("document.querySelectorAll('div.highlight pre + button.copybtn').length > 20 && "
+                                   "typeof Documentation === 'object'", timeout=20_000)
             before = page.evaluate(_POSITIONS)
             assert len(before) > 3000
             page.add_style_tag(content="article.bd-article section section { contain: layout style paint; }")

@@ -628,9 +628,19 @@ SITE_ASSETS = Path(__file__).resolve().parent.parent / "site_assets"
 _REQUIRE_BASE = 'var base = document.currentScript.src.replace(/[^\\/]*$/, "");'
 
 
+# scripts nothing on the first screen needs (Sphinx's keyboard shortcuts, search-word highlighting and their
+# Chinese, the copy buttons, sphinx-togglebutton), each written to start whenever it runs (they check
+# document.readyState): the page loads them after its first frame (static/tl-lazy.js), so a phone draws the first screen before it fetches and
+# runs them (issue 27). Their type keeps the browser from loading them before.
+AFTER_FIRST_FRAME = ("doctools.js", "sphinx_highlight.js", "translations.js", "clipboard.min.js", "copybutton.js",
+                     "togglebutton.js")
+LATER_TYPE = "text/x-tl-after-first-frame"
+
+
 def unblocked_scripts(app, pagename, templatename, context, doctree) -> None:
     """Every script file of the page's head is deferred (it runs after the page is parsed, before DOMContentLoaded,
-    in order, as the theme's and the extensions' scripts expect), but two that inline scripts of the page use while
+    in order, as the theme's and the extensions' scripts expect) or, for AFTER_FIRST_FRAME, loaded in order after
+    the page's first frame (static/tl-lazy.js), but two that inline scripts of the page use while
     it is parsed, which are written into the page instead: documentation_options.js (DOCUMENTATION_OPTIONS, set by
     the inline ``DOCUMENTATION_OPTIONS.pagename = ...``; rendered from Sphinx's own template with the page's
     context) and tl/tl-require.js (window.tlRequire, called by the bertviz views' inline scripts; its base URL, the
@@ -654,6 +664,10 @@ def unblocked_scripts(app, pagename, templatename, context, doctree) -> None:
             base = context["pathto"]("_static/tl/", 1)
             source = source.replace(_REQUIRE_BASE, f"var base = new URL({base!r}, document.baseURI).href;")
             scripts.append(_JavaScript("", priority=priority, body=source))
+        elif name.rsplit("/", 1)[-1] in AFTER_FIRST_FRAME and attributes.get("type") in (None, "text/javascript"):
+            attributes.pop("body", None)
+            attributes.pop("type", None)
+            scripts.append(_JavaScript(js.filename, priority=priority, type=LATER_TYPE, **attributes))
         elif name and "async" not in attributes and "defer" not in attributes and attributes.get("type") in (None, "text/javascript"):
             attributes.pop("body", None)
             scripts.append(_JavaScript(js.filename, priority=priority, defer="defer", **attributes))

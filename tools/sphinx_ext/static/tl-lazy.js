@@ -94,6 +94,23 @@
   // (data-tl-shown on <html> says so: tools/build_pdf.py and the tests wait for it). The sections' own layout is
   // the same contained or not (tl-book.css), so nothing moves when one is shown.
   var root = document.documentElement;
+
+  // The scripts nothing on the first screen needs (tl_book.py AFTER_FIRST_FRAME: the copy buttons, Sphinx's
+  // shortcuts...) wait in the head as <script type="text/x-tl-after-first-frame">; after the page's first frame
+  // they load, in their order.
+  function loadLater() {
+    document.querySelectorAll('script[type="text/x-tl-after-first-frame"]').forEach(function (waiting) {
+      var s = document.createElement("script");
+      s.src = waiting.getAttribute("src");
+      s.async = false;
+      waiting.parentNode.replaceChild(s, waiting);
+    });
+  }
+  window.tlLoadLater = loadLater;
+  var afterFirstFrame = function () { requestAnimationFrame(function () { setTimeout(loadLater, 0); }); };
+  if (document.readyState === "complete") afterFirstFrame();
+  else window.addEventListener("load", afterFirstFrame);
+
   function showAll() {
     root.classList.remove("tl-cv");
     root.dataset.tlShown = "";
