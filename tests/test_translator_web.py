@@ -92,7 +92,11 @@ class Box:
         self.page.on("pageerror", lambda e: self.console.append(f"uncaught: {e}"))
         self.page.on("dialog", lambda d: (self.console.append(f"dialog: {d.message}"), d.dismiss()))
         self.page.goto(base + page_path, wait_until="load")
+        # the page's sections are shown a few at a time after its first frame (static/tl-lazy.js); until then one
+        # off screen is not rendered, and its text reads empty: a reader uses the box on screen, the test once shown
+        self.page.wait_for_function("document.documentElement.dataset.tlShown !== undefined", timeout=30000)
         self.root = self.page.locator(".tl-translator").first
+        self.root.scroll_into_view_if_needed()
         self.page.wait_for_function("document.querySelector('.tl-translator').dataset.tlState === 'idle'")
 
     def state(self):
