@@ -7,6 +7,8 @@
 #   make test   run every test: the package, the notebooks' claims, the built site in Chromium
 #   make check  the fast inner loop (no book build): the package, the chapters' claims through it,
 #               the exercise checks, the i18n catalogs
+#   make test-oldest  the package's fast tests and every chapter on the oldest torch pyproject.toml allows, on
+#               Python 3.12 (.venv-oldest; tools/test_oldest.py): the torch a Colab image of the last year keeps
 #   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package),
 #               and Lighthouse on the built site's heaviest pages (benchmarks/lighthouse.json; after make book)
 #   make translator  train the book's translator (RECIPE) and write the weights the package ships
@@ -70,6 +72,14 @@ check: $(PKG_STAMP)
 	$(PY) -m pytest -q tests -m "not browser and not slow"
 
 test-package: check
+
+# torch's floor is a tested floor: the package's fast tests and every chapter, run as the build runs them, on
+# OLDEST_PYTHON with torch==<the floor in pyproject.toml> in a venv of their own (.venv-oldest, kept while what it
+# installs is the same). torch comes from PyPI (the CUDA build, GBs: pip's cache keeps it) or TORCH_INDEX_URL.
+OLDEST_PYTHON ?= python3.12
+.PHONY: test-oldest
+test-oldest:
+	$(PYTHON) tools/test_oldest.py --python $(OLDEST_PYTHON)
 
 bench: $(STAMP) node_modules/.installed
 	$(PY) benchmarks/run.py
