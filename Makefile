@@ -4,6 +4,12 @@
 #               into one document and printed by Chromium (tools/build_pdf.py; 3 min on 2 cores, 13 min when other
 #               work loads them; builds the site first if there is none); the next `make book` links them from every
 #               page; tests/test_pdf.py checks them when they exist (a separate target: too long for every make test)
+#   make release  dist/: the site as a zip that opens from disk, both PDFs, a zip of every notebook of both editions,
+#               the wheel and the sdist (tools/release.py); a tag v* makes the workflow attach them to a GitHub release
+#   make lock   re-resolve requirements.lock and requirements-nodeps.lock (exact versions with hashes, uv) to the newest
+#               releases requirements*.in allow; `make install` installs only what they pin
+#   make repository REPO=owner/name  point the committed files at another repository (tools/repository.py; a build
+#               alone takes BOOK_REPOSITORY, and the workflow GitHub's own GITHUB_REPOSITORY)
 #   make test   run every test: the package, the notebooks' claims, the built site in Chromium
 #   make check  the fast inner loop (no book build): the package, the chapters' claims through it,
 #               the exercise checks, the i18n catalogs
@@ -32,20 +38,36 @@ STAMP  := $(VENV)/.installed
 PKG_STAMP := $(VENV)/.package
 PKG_FILES := $(shell find transformer_lite -type f \( -name '*.py' -o -name '*.pt' -o -name '*.json' -o -name '*.po' \) 2>/dev/null)
 
-.PHONY: install book pdf test check test-package bench translator capstone grammar-lab since2017 real-translator real-baselines clean
+.PHONY: install lock release repository book pdf test check test-package bench translator capstone grammar-lab since2017 real-translator real-baselines clean
 
 install: $(PKG_STAMP) node_modules/.installed
 
-$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
+# The toolchain comes from the lock files, every package at an exact version with its hashes (pip refuses any
+# other file). torch's CPU build is not on PyPI: these machines keep it on disk (PIP_FIND_LINKS); elsewhere set
+# TORCH_INDEX_URL to PyTorch's CPU wheel index (the workflow does), whose torch page pip reads for that file.
+TORCH_INDEX_URL ?=
+TORCH_LINKS := $(if $(TORCH_INDEX_URL),--find-links $(TORCH_INDEX_URL)/torch/)
+
+$(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -r requirements.txt
-	$(PIP) install --quiet --no-deps -r requirements-nodeps.txt
+	$(PIP) install --quiet --require-hashes --no-deps $(TORCH_LINKS) -r requirements.lock
+	$(PIP) install --quiet --require-hashes --no-deps -r requirements-nodeps.lock
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
+# Re-resolve the lock files to the newest releases the .in files allow (uv, with hashes), for the Python and
+# platform of the project's machines and of the workflow's container. Review the diff, run make test, commit.
+LOCK := $(VENV)/bin/uv pip compile --quiet --upgrade --generate-hashes --python-version 3.11.7 \
+	--python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock"
+lock: $(STAMP)
+	$(LOCK) $(if $(TORCH_INDEX_URL),$(TORCH_LINKS),$(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))) \
+		requirements.in -o requirements.lock
+	$(LOCK) --no-deps requirements-nodeps.in -o requirements-nodeps.lock
+
 $(PKG_STAMP): $(STAMP) pyproject.toml $(PKG_FILES)
 	rm -rf build
+	# the distribution was named transformer_lite before 0.1.0 went to PyPI: a venv made then holds both names
+	$(PIP) uninstall --quiet --yes transformer_lite 2>/dev/null || true
 	$(PIP) install --quiet --no-deps --no-build-isolation --force-reinstall .
 	rm -rf build
 	touch $@
@@ -61,6 +83,19 @@ book: install
 pdf: install
 	test -f _build/html/zh/index.html || $(PY) tools/build_book.py
 	OMP_WAIT_POLICY=PASSIVE nice $(PY) tools/build_pdf.py
+
+# dist/: the site as a zip that opens from disk, both PDFs, every notebook of both editions, the wheel and the
+# sdist (tools/release.py; the site is built again after the PDFs so that every page links them).
+release: install
+	$(PY) tools/build_book.py
+	OMP_WAIT_POLICY=PASSIVE nice $(PY) tools/build_pdf.py
+	$(PY) tools/build_book.py
+	$(PY) tools/release.py
+
+# Point the committed files readers see as they are (README, CITATION.cff, pyproject.toml, _config.yml) at a new
+# repository: make repository REPO=owner/name [SITE=https://...]. A build alone takes BOOK_REPOSITORY instead.
+repository:
+	$(PYTHON) tools/repository.py set $(REPO) $(if $(SITE),--site $(SITE))
 
 # Two workers: the browser tests mostly wait, the notebook runs mostly compute. Files that share an expensive
 # fixture (the served site, the JupyterLab server, the Colab-like venv) stay on one worker (xdist_group marks).

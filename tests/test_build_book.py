@@ -387,7 +387,7 @@ def test_the_chinese_edition_needs_jieba(monkeypatch):
 
     import i18n
 
-    i18n.require_jieba()  # installed by `make install` (requirements.txt)
+    i18n.require_jieba()  # installed by `make install` (requirements.in)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jieba" else object())
     with pytest.raises(SystemExit, match="jieba"):
         i18n.require_jieba()

@@ -21,7 +21,7 @@ import random
 
 import pytest
 
-sacrebleu = pytest.importorskip("sacrebleu")  # a test dependency (requirements.txt), not the package's
+sacrebleu = pytest.importorskip("sacrebleu")  # a test dependency (requirements.in), not the package's
 from sacrebleu.tokenizers.tokenizer_zh import TokenizerZh  # noqa: E402
 
 from transformer_lite.metrics import (bleu, characters, chrf, corpus_bleu, corpus_chrf,  # noqa: E402

@@ -57,7 +57,7 @@ def test_strip_removes_what_a_run_leaves_and_keeps_what_the_book_reads(tmp_path)
 
 
 def test_the_pre_commit_hooks_are_valid_local_and_cover_both_editions():
-    clientlib = pytest.importorskip("pre_commit.clientlib")  # a dev tool (requirements.txt)
+    clientlib = pytest.importorskip("pre_commit.clientlib")  # a dev tool (requirements.in)
     config = clientlib.load_config(str(ROOT / ".pre-commit-config.yaml"))  # raises on an invalid config
     hooks = {h["id"]: h for repo in config["repos"] for h in repo["hooks"]}
     assert all(repo["repo"] == "local" for repo in config["repos"])  # nothing to clone from the network

@@ -54,7 +54,7 @@ def test_the_source_is_the_pinned_package_and_its_licence():
     for part in (rd.DATASET_NAME, rd.DATASET_VERSION, rd.DATASET_URL, rd.DATASET_LICENSE, rd.CODE_LICENSE):
         assert part in rd.ATTRIBUTION
     pin = f"{rd.DATASET_NAME}=={rd.DATASET_VERSION}"
-    requirements = [line.split("#", 1)[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    requirements = [line.split("#", 1)[0].strip() for line in (ROOT / "requirements.in").read_text().splitlines()]
     assert pin in requirements
     assert f'"{pin}"' in re.search(r"^book = \[.*\]$", (ROOT / "pyproject.toml").read_text(), re.M).group(0)
 

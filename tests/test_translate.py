@@ -171,7 +171,7 @@ def test_the_export_is_checked_with_the_onnx_runtime_release_the_page_runs():
     import re
 
     root = Path(__file__).resolve().parent.parent
-    pinned = re.search(r"^onnxruntime==(\S+)", (root / "requirements.txt").read_text(encoding="utf-8"), re.M)
+    pinned = re.search(r"^onnxruntime==(\S+)", (root / "requirements.in").read_text(encoding="utf-8"), re.M)
     web = json.loads((root / "package.json").read_text(encoding="utf-8"))["dependencies"]["onnxruntime-web"]
     assert pinned and pinned.group(1) == web, (pinned and pinned.group(1), web)
 

@@ -291,7 +291,7 @@ def zh_site_notebooks(cache: Path, dest: Path, names: list[str] | None = None) -
 
 
 # -- search: Chinese words in the index ---------------------------------------------------------------------
-# Sphinx's Chinese search (sphinx/search/zh.py) cuts the text into words with jieba (requirements.txt), and only
+# Sphinx's Chinese search (sphinx/search/zh.py) cuts the text into words with jieba (requirements.in), and only
 # when jieba imports: without it the index holds no Chinese word and the search finds pages by their titles alone.
 # The browser looks a query up as one word: jieba's own dictionary cuts 位置编码 into 位置 + 编码 and 束搜索 into
 # 束 + 搜索, so a reader typing the book's terms would find nothing. The glossary's Chinese terms are therefore
@@ -302,7 +302,7 @@ def require_jieba() -> None:
     import importlib.util
 
     if importlib.util.find_spec("jieba") is None:
-        raise SystemExit("jieba is not installed (requirements.txt; run `make install`): without it the Chinese "
+        raise SystemExit("jieba is not installed (requirements.in; run `make install`): without it the Chinese "
                          "edition's search index holds no Chinese word")
 
 

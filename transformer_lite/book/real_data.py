@@ -56,7 +56,7 @@ from ..data import TranslationData, Vocab, pad_batch
 
 # -- the source, cited by the chapter, the README and a shipped model's metadata ---------------------
 DATASET_NAME = "hsk-sentences-audio"
-DATASET_VERSION = "1.0.0"  # pinned in requirements.txt; the counts in tests/test_real_data.py are this version's
+DATASET_VERSION = "1.0.0"  # pinned in requirements.in; the counts in tests/test_real_data.py are this version's
 DATASET_URL = "https://pypi.org/project/hsk-sentences-audio/"
 DATASET_HOMEPAGE = "https://github.com/no7z/hsk-sentences-audio"
 DATASET_LICENSE = "CC-BY-SA-4.0"  # the sentences, translations and segmentations
