@@ -54,7 +54,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml  # PyYAML (requirements.txt)
+import yaml  # PyYAML (requirements.in)
+
+import repository  # tools/repository.py: where the book is published
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "_assets" / "tl"
@@ -316,7 +318,26 @@ def build_env(ipython_dir: Path = ROOT / "_build" / ".ipython") -> dict:
     env["TRANSFORMER_LITE_IMPORT_LOG"] = str(ipython_dir.parent / ".kernel-imports")
     venv_bin = str(Path(sys.executable).parent)
     env["PATH"] = venv_bin + os.pathsep + env.get("PATH", "")
+    # where the book is published (tools/repository.py: the environment's address, else _config.yml's), for
+    # the pages' buttons, sitemap and OpenGraph tags (tools/sphinx_ext/tl_book.py published_address)
+    published = repository.address(env)
+    env["TL_BUILD_REPOSITORY_URL"], env["TL_BUILD_SITE_URL"] = published.url, published.site
     return env
+
+
+BUILD_INFO = ROOT / "_build" / "build-info.json"  # what the last build was given: read by make pdf, make release, the tests
+
+
+def write_build_info(path: Path = BUILD_INFO) -> dict:
+    """Record the address and version the site was built with."""
+    import tomllib
+
+    published = repository.address()
+    info = {"repository": published.url, "site": published.site, "address_from": published.source,
+            "version": tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    return info
 
 
 def jupyter_book(book: Path, out: Path | None = None, toc: Path | None = None, config: Path | None = None,
@@ -422,7 +443,7 @@ def chinese_search_problems(zh_dir: Path) -> list[str]:
     problems = []
     if len(han) < MIN_CHINESE_TERMS:
         problems.append(f"the Chinese search index holds {len(han)} Chinese words (< {MIN_CHINESE_TERMS}): "
-                        "was jieba importable in the build? (requirements.txt)")
+                        "was jieba importable in the build? (requirements.in)")
     missing = [w for w in i18n.search_words() if w not in words]
     if missing:
         problems.append(f"glossary terms not in the Chinese search index as words: {missing[:10]}")
@@ -514,6 +535,8 @@ def main(argv=None) -> int:
                     help="build with a temporary toc listing only the files that exist")
     args = ap.parse_args(argv)
     t0 = time.time()
+    published = write_build_info()
+    log(f"published at {published['site']}, repository {published['repository']} (from {published['address_from']})")
     assemble_assets()
     # Sphinx does not overwrite a static file that differs from the one already in the site (it says "will
     # overwrite data" and keeps the old one), nor delete files an older build left there (a renamed model file):

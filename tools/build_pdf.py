@@ -27,6 +27,7 @@ import datetime
 import functools
 import html
 import http.server
+import json
 import os
 import posixpath
 import re
@@ -59,12 +60,12 @@ WORDS = {
                    "Printed here in its default state.",
            "bertviz": "choose the attention and the layer, hover a token or a head",
            "box": "In the online book and in the notebook (Jupyter, Colab) a box here lets you type your own input.",
-           "site": "The online book and the notebooks: {url}"},
+           "site": "The online book: {site}; the notebooks and the code: {url}"},
     "zh": {"edition": "中文版", "contents": "目录", "version": "版本",
            "live": "在线版和笔记本（Jupyter、Colab）中可交互：{what}。此处印出的是默认状态。",
            "bertviz": "选择注意力类型和层，将鼠标悬停在词元或注意力头上",
            "box": "在线版和笔记本（Jupyter、Colab）中，此处有一个输入框，可输入你自己的句子。",
-           "site": "在线版与笔记本：{url}"},
+           "site": "在线版：{site}；笔记本与代码：{url}"},
 }
 
 # the theme's and search's scripts do nothing for paper (and expect the theme's page around the article)
@@ -272,7 +273,7 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
              + f'<p class="tl-pdf-title">{html.escape(title)}</p>'
              f'<p>{html.escape(words["edition"])}</p>'
              f'<p>{html.escape(words["version"])} {html.escape(version())}</p>'
-             f'<p style="font-size:10pt;margin-top:2em">{html.escape(words["site"].format(url=repository()))}</p>'
+             f'<p style="font-size:10pt;margin-top:2em">{html.escape(words["site"].format(**published()))}</p>'
              + (f'<div class="tl-pdf-licence">{footer.decode_contents()}</div>' if footer else "")
              + '</div>')
     contents = (f'<nav class="tl-pdf-toc"><h1 id="tl-pdf-contents">{html.escape(words["contents"])}</h1>'
@@ -304,8 +305,17 @@ def translate_caption(caption: str, edition: str) -> str:
         return caption
 
 
-def repository() -> str:
-    return read_yaml(ROOT / "_config.yml").get("repository", {}).get("url", "")
+def published() -> dict:
+    """``url`` and ``site``: where the printed site was built to be published (tools/build_book.py's record of it),
+    else the address in force now (tools/repository.py)."""
+    try:
+        info = json.loads((ROOT / "_build" / "build-info.json").read_text(encoding="utf-8"))
+        return {"url": info["repository"], "site": info["site"]}
+    except (OSError, ValueError, KeyError):
+        import repository
+
+        address = repository.address()
+        return {"url": address.url, "site": address.site}
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):

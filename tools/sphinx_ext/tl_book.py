@@ -281,6 +281,31 @@ def chinese_search(app, config) -> None:
     app.add_search_language(ChineseWithLatinSet)
 
 
+# Set by tools/build_book.py from tools/repository.py (the environment's address, else _config.yml's): the repository
+# the Colab, Binder, repository and issue buttons name, and the site the sitemap and OpenGraph tags name.
+REPOSITORY_VAR, SITE_VAR = "TL_BUILD_REPOSITORY_URL", "TL_BUILD_SITE_URL"
+VERSION_WORDS = {"en": "Version {version}.", "zh": "版本 {version}。"}
+
+
+def published_address(app, config) -> None:
+    """The address the build was given, in place of _config.yml's (which Jupyter Book copied into the
+    configuration), and the book's version, pyproject.toml's, at the end of every page's footer."""
+    import os
+    import tomllib
+
+    options = dict(config.html_theme_options or {})
+    if os.environ.get(REPOSITORY_VAR):
+        options["repository_url"] = os.environ[REPOSITORY_VAR]
+    if os.environ.get(SITE_VAR):
+        config.html_baseurl = os.environ[SITE_VAR]
+    pyproject = Path(app.srcdir) / "pyproject.toml"
+    if pyproject.exists():
+        version = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
+        words = VERSION_WORDS["zh" if (config.language or "").startswith("zh") else "en"]
+        options["extra_footer"] = (options.get("extra_footer") or "") + " " + words.format(version=version)
+    config.html_theme_options = options
+
+
 def add_static(app) -> None:
     app.config.html_static_path.append(str(Path(__file__).parent / "static"))
 
@@ -381,6 +406,7 @@ def setup(app):
     app.connect("build-finished", chinese_notebook_downloads)
     app.connect("html-page-context", pdf_button, priority=901)  # after sphinx-book-theme's header buttons (501)
     app.connect("build-finished", copy_pdf)
+    app.connect("config-inited", published_address, priority=100)  # before every use of the address
     app.connect("config-inited", our_templates_first)
     app.connect("config-inited", chinese_search)
     # {English toggle text: its translation} for the folded cells (tools/i18n.py CODE_PROMPTS; empty in English)
