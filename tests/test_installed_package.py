@@ -14,7 +14,7 @@ adds is what only a Colab-like install shows:
    work in progress; the snapshot tests what is on disk. Either way nothing ignored (``.venv``,
    ``_build``, caches, egg-info) comes along.
 2. **A Colab-like environment.** A fresh virtual environment of this Python gets a current pip, then
-   what Colab preinstalls: torch at the version ``requirements.txt`` pins (the CPU build here; an
+   what Colab preinstalls: torch at the version ``requirements.in`` pins (the CPU build here; an
    unpinned torch would pull GBs of CUDA packages), ipykernel, nbclient, nbformat, matplotlib,
    ipywidgets, numpy, tqdm, compiled to bytecode as in Colab's image. Python 3.11's bundled pip 23.2
    rejects ``git+file:///`` requirements as "Invalid requirement"; Colab's pip is newer. The venv lives
@@ -59,7 +59,7 @@ COLAB_PREINSTALLED = ["ipykernel", "nbclient", "nbformat", "matplotlib", "ipywid
 SOURCE_MADE_BY: list = []  # how the `source` fixture made the code under test (printed)
 # one xdist worker runs this file: its tests share one Colab-like venv (`make test` runs `pytest -n 2 --dist loadgroup`)
 pytestmark = pytest.mark.xdist_group("colab")
-INSTALL_RE = re.compile(r'%pip install -q "(transformer_lite\[book\] @ git\+)[^"]+"')
+INSTALL_RE = re.compile(r'%pip install -q "(?P<name>transformer-step-by-step\[book\])==[^"]+"')
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -97,20 +97,20 @@ def source_tree(dest: Path) -> str:
 
 
 def torch_pin() -> str:
-    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
+    for line in (ROOT / "requirements.in").read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if re.match(r"torch\s*==", line):
             return line.replace(" ", "")
-    raise AssertionError("requirements.txt pins no torch==")
+    raise AssertionError("requirements.in pins no torch==")
 
 
 def colab_requirement(source: Path) -> str:
-    """The set-up cell's requirement, pointed at ``source`` instead of the published repository."""
+    """The set-up cell's requirement, the book's release on PyPI, taken from ``source`` instead."""
     nb = json.loads(next((source / "notebooks").glob("*.ipynb")).read_text(encoding="utf-8"))
     cell = next(c for c in nb["cells"] if c["cell_type"] == "code")
     match = INSTALL_RE.search("".join(cell["source"]))
     assert match, "the set-up cell has no %pip install line (see tests/test_setup_cells.py)"
-    return f"{match.group(1)}file://{source}"
+    return f"{match['name']} @ git+file://{source}"
 
 
 def clean_env(**extra) -> dict:
@@ -293,10 +293,16 @@ def test_sdist_and_wheel_contain_the_shipped_translator(source, tmp_path):
 
 
 def test_the_declared_torch_floor_is_a_torch_the_tests_run():
-    """pyproject.toml may not promise a torch that no test runs: its floor is the pinned torch, which the whole
-    suite (and the Colab-like install above) runs. Any other release installs here only with GBs of CUDA."""
+    """pyproject.toml may not promise a torch that no test runs: its floor is the torch `make test-oldest` installs
+    (tools/test_oldest.py reads it from there, and the scheduled workflow runs it), and it is no newer than the
+    torch the whole suite runs (requirements.in)."""
     import tomllib
 
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     (floor,) = [d.replace(" ", "") for d in deps if re.match(r"torch\b", d)]
-    assert floor == torch_pin().replace("==", ">="), (floor, torch_pin())
+    assert floor.startswith("torch>="), floor
+    pinned = torch_pin().split("==")[1].split("+")[0]
+    as_tuple = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
+    assert as_tuple(floor[len("torch>="):]) <= as_tuple(pinned), (floor, pinned)
+    workflows = "".join(p.read_text(encoding="utf-8") for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    assert "make test-oldest" in workflows, "no workflow runs the oldest torch"
