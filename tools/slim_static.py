@@ -312,17 +312,21 @@ def rewrite_pages(html_dir: Path) -> dict:
         rules = "".join(f'html[data-theme="{theme}"] .highlight pre {{ color: {colour} }}\n'
                         for theme, colour in _THEME_COLOUR.findall(text))
         css.write_text(text.rstrip("\n") + "\n" + PRE_COLOUR_MARK + "\n" + rules, encoding="utf-8")
-    spans = pages = 0
+    spans = pages = heads = 0
     for page in html_dir.rglob("*.html"):
         if "_static" in page.relative_to(html_dir).parts:
             continue
         old = page.read_text(encoding="utf-8")
+        heads += AUTO_THEME in old or bool(_PRELOAD.search(old))
         new, n = unwrap_plain_spans(rewrite_head(old), classes)
         if new != old:
             page.write_text(new, encoding="utf-8")
             pages += 1
             spans += n
-    return dict(pages=pages, spans=spans)
+    if pages and not heads:  # the theme's templates changed: say so, instead of silently keeping its head
+        raise ValueError("no page's head has the preloads or the colour-mode script of pydata-sphinx-theme 0.17.1 "
+                         "that rewrite_head replaces: a new version of the theme? (tools/slim_static.py)")
+    return dict(pages=pages, spans=spans, heads=heads)
 
 
 def slim(html_dir: Path) -> dict:
