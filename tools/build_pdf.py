@@ -455,6 +455,9 @@ def main(argv=None) -> int:
             browser.close()
     finally:
         server.shutdown()
+    # what the covers name (tools/release.py checks it against the site the release zips)
+    (args.out / "pdf-info.json").write_text(json.dumps({**published(), "editions": editions}, indent=1) + "\n",
+                                            encoding="utf-8")
     return finish(problems, t0, log)
 
 

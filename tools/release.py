@@ -138,6 +138,13 @@ def assemble(dist: Path = DIST, root: Path = ROOT) -> list[Path]:
                            *(Path(str(PDF).format(edition=e)) for e in ("en", "zh"))) if not p.exists()]
     if missing:
         raise SystemExit(f"missing {', '.join(map(str, missing))}: `make release` builds them (make book, make pdf)")
+    try:
+        printed = json.loads((PDF.parent / "pdf-info.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        printed = {}
+    if (printed.get("url"), printed.get("site")) != (info["repository"], info["site"]):
+        raise SystemExit(f"the PDFs name {printed.get('url')} / {printed.get('site')}, the site was built for "
+                         f"{info['repository']} / {info['site']}: run `make pdf` after `make book`")
     for e in ("en", "zh"):  # the site built after the PDFs links them from every page
         if not (SITE / ("zh" if e == "zh" else "") / "pdf" / Path(str(PDF).format(edition=e)).name).exists():
             raise SystemExit(f"the site does not carry the {e} PDF: build it again after `make pdf`")
