@@ -19,7 +19,7 @@ adds is what only a Colab-like install shows:
    ipywidgets, numpy, tqdm, compiled to bytecode as in Colab's image. Python 3.11's bundled pip 23.2
    rejects ``git+file:///`` requirements as "Invalid requirement"; Colab's pip is newer. The venv lives
    in ``/dev/shm`` when that has room, else in pytest's temporary folder.
-3. **The Colab command.** The set-up cell's own ``%pip install -q "transformer_lite[book] @ git+URL"``
+3. **The Colab command.** The set-up cell's own ``%pip install -q "transformer-step-by-step[book]==V"``, as ``transformer-step-by-step[book] @ git+URL``
    with URL = ``file://<the source>``, run as ``%pip`` runs it (``<venv python> -m pip install``).
    The install is faithful: bertviz brings its declared dependencies (transformers, boto3,
    sentencepiece), as in Colab, and the preinstalled torch must stay.

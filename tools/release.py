@@ -61,8 +61,8 @@ def _write_notebook(path: Path, nb: dict) -> None:
 
 
 def bump(new: str, root: Path = ROOT) -> list[Path]:
-    """Write version ``new`` into pyproject.toml, CITATION.cff and every English chapter's set-up cell; the files
-    changed. The Chinese notebooks are generated from the English ones (`python tools/i18n.py notebooks`)."""
+    """Write version ``new`` into pyproject.toml, CITATION.cff, the package's ``__version__`` and every English
+    chapter's set-up cell; the files changed. The Chinese notebooks are generated from the English ones (`python tools/i18n.py notebooks`)."""
     if not isinstance(new, str) or not _VERSION.match(new):
         raise ValueError(f"version must look like 1.2.3 (or 1.2.3rc1), got {new!r}")
     root = Path(root)
@@ -77,7 +77,10 @@ def bump(new: str, root: Path = ROOT) -> list[Path]:
     cff2, n = re.subn(r"(?m)^version: .*$", f"version: {new}", cff, count=1)
     if n != 1:
         raise ValueError(f"{citation}: no top-level `version:` line")
-    for path, old, text_new in ((pyproject, text, text2), (citation, cff, cff2)):
+    init = root / "transformer_lite" / "__init__.py"  # the package's __version__ (tests/test_packaging.py)
+    code = init.read_text(encoding="utf-8") if init.exists() else ""
+    code2 = re.sub(r'(?m)^__version__ = "[^"]*"$', f'__version__ = "{new}"', code, count=1)
+    for path, old, text_new in ((pyproject, text, text2), (citation, cff, cff2), (init, code, code2)):
         if text_new != old:
             path.write_text(text_new, encoding="utf-8")
             changed.append(path)

@@ -15,7 +15,7 @@ knows custom domains), else ``html.baseurl`` when the repository is the configur
 address for the repository (``https://owner.github.io/name/``).
 
 A few committed files are read as they are by GitHub, PyPI and Colab's readers, never by the build: README.md
-(also the PyPI page), CITATION.cff and pyproject.toml's project URLs. They must hold the address literally, so
+(also the PyPI page), CITATION.cff, pyproject.toml's project URLs and CHANGELOG.md's links. They must hold the address literally, so
 ``set`` writes the new one into them and into ``_config.yml``, and ``check`` fails when one names another::
 
     python tools/repository.py                          # the address in force, and where it comes from
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = "_config.yml"
 # committed files that hold the address for readers who never run the build (see the module's docstring)
-LITERAL_FILES = ("_config.yml", "README.md", "CITATION.cff", "pyproject.toml")
+LITERAL_FILES = ("_config.yml", "README.md", "CITATION.cff", "pyproject.toml", "CHANGELOG.md")
 
 _OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?"
 _NAME = r"[A-Za-z0-9._-]{1,100}"

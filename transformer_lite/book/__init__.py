@@ -3,7 +3,7 @@
 ``transformer_lite`` (the core: attention, masks, normalization, embeddings, layers, model,
 interop, decoding, training, data) needs only torch, numpy and tqdm. This subpackage holds what
 the chapters need around it, and it needs matplotlib, ipywidgets, IPython and bertviz
-(``pip install "transformer_lite[book]"``):
+(``pip install "transformer-step-by-step[book]"``):
 
 * :mod:`.notebook`: a chapter's set-up cell (seeds, versions, plot style) and ``show_source``;
 * :mod:`.runtime`: the book's seed and thread count (``TRANSFORMER_LITE_SEED`` / ``_THREADS``);

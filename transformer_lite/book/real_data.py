@@ -4,7 +4,7 @@ The pairs come from the PyPI package ``hsk-sentences-audio`` 1.0.0 (:data:`DATAS
 graded Chinese sentences of HSK 3.0, levels 1-6, each with an English translation, its own word
 segmentation and pinyin. Its data is CC-BY-SA-4.0 and its code MIT (:data:`DATASET_LICENSE`,
 :data:`CODE_LICENSE`); :data:`ATTRIBUTION` is the line to cite wherever the data or a model
-trained on it is shown or shipped. It is a dependency of the book (``transformer_lite[book]``),
+trained on it is shown or shipped. It is a dependency of the book (``transformer-step-by-step[book]``),
 not of the core package.
 
 * :func:`load_pairs` -- the clean pairs and a :class:`FilterReport` of what each rule dropped;
