@@ -121,14 +121,21 @@ def _site_texts():
 def test_the_site_links_only_the_address_it_was_built_for():
     info = _build_info()
     built = repository.Address(*repository.parse_slug(info["repository"]), info["site"], "build")
-    index = (SITE / "index.html").read_text(encoding="utf-8")
-    assert f'content="{built.site}index.html"' in index           # og:url
+    intro = (SITE / "book" / "intro.html").read_text(encoding="utf-8")
+    assert f'property="og:url" content="{built.site}book/intro.html"' in intro
+    assert f'property="og:image" content="{built.site}social.png"' in intro
     chapter = (SITE / "notebooks" / "03_self_attention.html").read_text(encoding="utf-8")
     zh_chapter = (SITE / "zh" / "notebooks" / "03_self_attention.html").read_text(encoding="utf-8")
     for page, nb in ((chapter, "notebooks/03_self_attention.ipynb"), (zh_chapter, "notebooks/zh/03_self_attention.ipynb")):
         assert f"colab.research.google.com/github/{built.slug}/blob/main/{nb}" in page
         assert f"mybinder.org/v2/gh/{built.slug}/main" in page
         assert f'href="{built.url}"' in page and f"{built.url}/issues/new" in page
+    # the one version number, pyproject.toml's, at the foot of every page of both editions
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert info["version"] == version
+    assert f"Version {version}." in chapter and f"版本 {version}。" in zh_chapter
     sitemap = (SITE / "sitemap.xml").read_text(encoding="utf-8")
     assert f"<loc>{built.site}zh/notebooks/03_self_attention.html</loc>" in sitemap
     strays = {}

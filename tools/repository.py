@@ -154,8 +154,9 @@ def stray_addresses(text: str, addr: Address) -> list[str]:
         name = re.sub(r"\.git$", "", name.rstrip("."))
         if owner.lower() == addr.owner.lower() and name != addr.name:
             found.append(m.group(0))
+    own = f"https://{addr.owner.lower()}.github.io/"
     for m in _GITHUB_IO.finditer(text):
-        if not m.group(0).startswith(addr.site.rstrip("/")):
+        if m.group(0).startswith(own) and not m.group(0).startswith(addr.site.rstrip("/")):
             found.append(m.group(0))
     return found
 
