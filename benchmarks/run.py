@@ -12,6 +12,11 @@ median of repeated runs after a warm-up, with the thread count recorded.
                                                 # (benchmarks/notebooks.json; the line under each chapter's title)
     python benchmarks/run.py --only lighthouse  # the built site on a phone: Lighthouse on the heaviest pages of
                                                 # both editions (benchmarks/lighthouse.py -> benchmarks/lighthouse.json)
+    python benchmarks/run.py --only translator  # the built site's translator box in Chromium, both models, over http
+                                                # and from file://: its first and later translations against their
+                                                # budgets (benchmarks/translator_page.py -> benchmarks/translator.json)
+
+The goals are reported (met or not), never a failure: the command fails only when a measurement breaks.
 """
 from __future__ import annotations
 
@@ -262,10 +267,29 @@ def bench_lighthouse(required: bool) -> dict | None:
     return results
 
 
+def bench_translator(required: bool, runs: int = 5) -> dict | None:
+    """The translator box's speed (benchmarks/translator_page.py): written to benchmarks/translator.json. The tests
+    check that the page translates exactly as Python and bound its time only against a hang; the budgets (3 s to the
+    grammar model's first translation, 5 s to the real model's, 100 ms each later one) are measured here. Without a
+    built site it is skipped, unless asked for alone (--only translator)."""
+    import translator_page
+
+    if not (translator_page.HTML / "index.html").exists():
+        if required:
+            raise SystemExit(f"{translator_page.HTML}: no built site; run `make book` first")
+        print("translator: skipped, no built site (make book)", flush=True)
+        return None
+    results = translator_page.run(runs)
+    translator_page.OUT.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"translator: wrote {translator_page.OUT}; "
+          f"{'all budgets met' if results['all_goals_met'] else 'some budgets NOT met (reported, not a failure)'}")
+    return results
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repeats and no capstone: a smoke test")
-    ap.add_argument("--only", choices=["lm_kv_cache", "notebooks", "lighthouse"], default=None,
+    ap.add_argument("--only", choices=["lm_kv_cache", "notebooks", "lighthouse", "translator"], default=None,
                     help="measure one part only and update it in the shipped results")
     ap.add_argument("--out", default=None,
                     help="where to write the results (default: the package's assets/benchmarks.json; "
@@ -291,6 +315,10 @@ def main(argv=None):
     if args.only == "lighthouse" or not args.quick and args.only is None:
         bench_lighthouse(required=args.only == "lighthouse")
         if args.only == "lighthouse":
+            return 0
+    if args.only == "translator" or not args.quick and args.only is None:
+        bench_translator(required=args.only == "translator", runs=2 if args.quick else 5)
+        if args.only == "translator":
             return 0
     if args.only == "lm_kv_cache":
         shipped = json.loads(SHIPPED_BENCHMARKS.read_text())

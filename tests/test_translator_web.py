@@ -7,45 +7,41 @@ out-of-grammar and awkward sentences into the capstone's box, with either model,
 that the page's greedy and beam translations EQUAL transformer_lite.decoding's, and that the attention
 weights and the step probabilities it shows agree with Python's within 1e-4; and that the page reads
 English exactly as Python does (the real model: as real_data.tokenize_english, on every sentence of the
-data and awkward ones). It measures the budgets: the page's first load, the lazily loaded model files
-(the other model's only when selected), the time to the first translation and the time of every later
-one. Bad input gets a message or a translation, never markup and never a hang. No request may leave the
-site, and the browser must log no error and no warning.
+data and awkward ones). It checks the size budgets: the page's first load and the lazily loaded model files
+(the other model's only when selected). Speed is not asserted here: `make bench` measures the first and the
+later translations against their budgets (benchmarks/translator_page.py, which drives the page for both); a
+test only bounds them at ten times their budget, which a busy core does not reach and a hang does. Bad input
+gets a message or a translation, never markup and never a hang. No request may leave the site, and the
+browser must log no error and no warning.
 """
 from __future__ import annotations
 
 import gzip
 import statistics
+import sys
 
 import pytest
 
-from test_site import AXE, AXE_TAGS, HTML, _need  # the fixtures browser, built and site are in conftest.py
+from test_site import AXE, AXE_TAGS, HTML, ROOT, _need  # the fixtures browser, built and site are in conftest.py
 from test_translate import TRICKY
 from transformer_lite.book import real_data
 from transformer_lite.book.pretrained import tiny_translator
 from transformer_lite.book.translate import (DOWNLOAD_MB, MODEL_MB, SHIPPED, read_english, shipped_examples,
                                              shipped_translator, translation_details)
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from translator_page import (CAPSTONE, FIRST_MS, HANG_FACTOR, LATER_MS, REAL_AWKWARD, Box, plan,  # noqa: E402
+                             sentences)
+
 # one xdist worker runs this file and tests/test_site.py/test_translator_web.py: they share the served site,
 # the browser and the pages' reports (`make test` runs `pytest -n 2 --dist loadgroup`)
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("site")]
 
-CAPSTONE = "notebooks/13_capstone_translator.html"
 CAPSTONE_ZH = "zh/notebooks/13_capstone_translator.html"
 INFERENCE = "notebooks/12_inference.html"
 ASSETS = HTML / "_static" / "tl" / "translator"
 TOL = 1e-4
 MB = 1e6
-# Out of the grammar: unknown words, fragments, repetition, upper case, a missing space before "?".
-OUT_OF_GRAMMAR = ["cat", "i have", "she has six cats", "i learned chinese", "the the the", "Will SHE drink TEA?",
-                  "xyzzy plugh", "i have a cat and a dog", "we bought fruit"]
-
-
-# Real English for the real model: awkward forms (numbers, apostrophes, punctuation, letters beyond ASCII,
-# unknown words, full-width forms) besides the held-out sentences
-REAL_AWKWARD = ["It's 3.5 km\u2014don't go!", "I can\u2019t find my keys\u2026", "100,000 people live here.",
-                "Xyzzy and plugh are here.", "Caf\u00e9 na\u00efve r\u00e9sum\u00e9", "\uff29 \uff4c\uff49\uff4b\uff45 tea.",
-                "WHERE IS THE TEACHER?!", "my friend's dog, cat & 2 fish"]
 
 
 @pytest.fixture(scope="module")
@@ -67,79 +63,6 @@ def _lazy_files():
     return {key: runtime + size for key, size in model.items()}, model
 
 
-class Box:
-    """One page with a translator box; records every request, response and console message."""
-
-    def __init__(self, browser, base, page_path, colour="light"):
-        self.ctx = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block",
-                                       color_scheme=colour)
-        self.page = self.ctx.new_page()
-        self.base, self.requests, self.external, self.console, self.bodies = base, [], [], [], {}
-
-        def route(rt):
-            url = rt.request.url
-            if url.startswith(base) or url.startswith(("data:", "blob:")):
-                rt.continue_()
-            else:
-                self.external.append(url)
-                rt.abort()
-
-        self.page.route("**/*", route)
-        self.page.on("request", lambda q: self.requests.append(q.url))
-        self.page.on("response", lambda r: self.bodies.__setitem__(r.url, r) if r.ok else None)
-        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}")
-                     if m.type in ("error", "warning") else None)
-        self.page.on("pageerror", lambda e: self.console.append(f"uncaught: {e}"))
-        self.page.on("dialog", lambda d: (self.console.append(f"dialog: {d.message}"), d.dismiss()))
-        self.page.goto(base + page_path, wait_until="load")
-        # the page's sections are shown a few at a time after its first frame (static/tl-lazy.js); until then one
-        # off screen is not rendered, and its text reads empty: a reader uses the box on screen, the test once shown
-        self.page.wait_for_function("document.documentElement.dataset.tlShown !== undefined", timeout=30000)
-        self.root = self.page.locator(".tl-translator").first
-        self.root.scroll_into_view_if_needed()
-        self.page.wait_for_function("document.querySelector('.tl-translator').dataset.tlState === 'idle'")
-
-    def state(self):
-        return self.root.evaluate("r => r.dataset.tlState")
-
-    def select(self, key):
-        """Select the translator ``key``: the box translates its first example; returns that result."""
-        self.root.evaluate("r => { r.dataset.tlState = 'typing'; }")
-        self.root.locator(".tl-tr-model").select_option(key)
-        first = self.root.evaluate("(r, k) => r.tlBox.settings.models[k].examples[0]", key)
-        return self.wait_result(first, int(self.root.locator(".tl-tr-beam").input_value()))
-
-    def wait_result(self, text, beam):
-        self.page.wait_for_function(
-            "([t, k]) => { const b = document.querySelector('.tl-translator').tlBox;"
-            " return b.result && b.result.text === t && b.result.beam_size === k && b.result.model === b.key &&"
-            " b.root.dataset.tlState === 'ready'; }", arg=[text, beam], timeout=30000)
-        return self.root.evaluate("r => r.tlBox.result")
-
-    def type(self, text, beam=None, wait="result"):
-        """Type ``text`` (and set the beam size), press Enter; wait for its result or its message."""
-        self.root.evaluate("r => { r.dataset.tlState = 'typing'; }")  # so the wait below sees this input's outcome
-        if beam is not None:
-            self.root.locator(".tl-tr-beam").fill(str(beam))
-            self.root.locator(".tl-tr-beam").dispatch_event("input")
-        self.root.locator(".tl-tr-input").fill(text)
-        self.root.locator(".tl-tr-input").press("Enter")
-        if wait == "result":
-            return self.wait_result(text, int(self.root.locator(".tl-tr-beam").input_value()))
-        self.page.wait_for_function("() => document.querySelector('.tl-translator').dataset.tlState === 'message'",
-                                    timeout=20000)
-        return self.root.locator(".tl-tr-status").inner_text()
-
-    def loaded(self, name):
-        return [u for u in self.requests if f"/translator/{name}" in u]
-
-    def last_ms(self):
-        return self.root.evaluate("r => r.tlBox.timings[r.tlBox.timings.length - 1]")
-
-    def close(self):
-        self.ctx.close()
-
-
 def assert_same(page_result, py):
     """The page computed what Python computes: equal tokens, attention and probabilities within 1e-4."""
     where = f"{py['text']!r} (beam size {py['beam_size']})"
@@ -156,8 +79,13 @@ def assert_same(page_result, py):
     return diff
 
 
-def _sentences(data):
-    return [en for en, _ in data.test_pairs[:12]] + OUT_OF_GRAMMAR
+def assert_no_hang(key, first_ready, timings):
+    """Ten times the budgets, not the budgets: a translation of ~10 ms took 100-600 ms while the other pytest worker
+    held the cores, so only a hang exceeds these; `make bench` tells whether the budgets are met."""
+    assert first_ready <= HANG_FACTOR * FIRST_MS[key], \
+        f"the {key} model's first translation took {first_ready:.0f} ms after first use (a hang? budget {FIRST_MS[key]} ms)"
+    assert max(timings) <= HANG_FACTOR * LATER_MS, \
+        f"a later translation took {max(timings):.0f} ms (a hang? budget {LATER_MS} ms): {timings}"
 
 
 @pytest.mark.parametrize("scheme", ["http", "file"])
@@ -167,20 +95,19 @@ def test_the_page_translates_exactly_as_python(browser, request, shipped, scheme
     box = Box(browser, base, CAPSTONE, colour="light" if scheme == "http" else "dark")
     try:
         assert not [u for u in box.requests if "/translator/" in u], "the model must not load with the page"
-        first = box.type(data.test_pairs[0][0], beam=4)
+        texts = sentences("grammar")
+        assert texts[0] == data.test_pairs[0][0]
+        first = box.first_use("grammar", texts[0])
         assert first["model"] == "grammar" and box.loaded("model-grammar.js")
-        first_ready = box.root.evaluate("r => r.tlBox.firstReady")
-        worst = assert_same(first, translation_details(model, data, data.test_pairs[0][0], beam_size=4))
-        sentences = _sentences(data)
-        timed = []  # (text, beam, ms): each translation after the first, as the page timed it
-        last_ms = lambda: box.root.evaluate("r => r.tlBox.timings[r.tlBox.timings.length - 1]")  # noqa: E731
-        for beam in (4, 2, 8):
-            for text in (sentences if beam == 4 else sentences[::3]):
-                worst = max(worst, assert_same(box.type(text, beam=beam),
-                                               translation_details(model, data, text, beam_size=beam)))
-                timed.append((text, beam, last_ms()))
+        first_ready = box.first_ready()
+        worst = assert_same(first, translation_details(model, data, texts[0], beam_size=4))
+        timings = []  # each translation after the first, as the page timed it
+        for text, beam in plan(texts):
+            worst = max(worst, assert_same(box.type(text, beam=beam),
+                                           translation_details(model, data, text, beam_size=beam)))
+            timings.append(box.last_ms())
         # the greedy and beam outputs on the page are Python's words
-        last = translation_details(model, data, sentences[::3][-1], beam_size=8)
+        last = translation_details(model, data, plan(texts)[-1][0], beam_size=8)
         assert box.root.locator(".tl-tr-greedy").inner_text() == last["greedy_text"]
         assert box.root.locator(".tl-tr-beam-out").inner_text() == last["beam_text"]
         # another layer and head: the heatmap shows Python's weights for them
@@ -189,36 +116,15 @@ def test_the_page_translates_exactly_as_python(browser, request, shipped, scheme
         cells = box.root.locator("table.tl-tr-attn tr").nth(1).locator("td").all_inner_texts()
         assert cells == [f"{w:.2f}" for w in last["cross"][0][2][0]]
         assert "layer 1, head 3" in box.root.locator("table.tl-tr-attn caption").inner_text()
-        timings = _retimed(box, timed)
         assert not box.loaded("model-real.js"), "the real model's file loads only when the reader selects it"
         print(f"\n{scheme}: first translation ready {first_ready:.0f} ms after first use; later ones: median "
               f"{statistics.median(timings):.0f} ms, max {max(timings):.0f} ms over {len(timings)}; "
               f"largest difference from Python {worst:.1e}")
-        assert first_ready <= 3000, f"the first translation took {first_ready:.0f} ms after first use (budget 3 s)"
-        assert max(timings) <= 100, f"a later translation took {max(timings):.0f} ms (budget 100 ms): {timings}"
+        assert_no_hang("grammar", first_ready, timings)
         assert not box.external, f"requests to other hosts: {box.external}"
         assert not box.console, f"console errors or warnings: {box.console}"
     finally:
         box.close()
-
-
-def _retimed(box, timed):
-    """The page's timings, each translation over budget timed up to three times more, keeping its best: the other
-    pytest worker may hold both cores for a moment (a 597 ms outlier among medians of 10 ms was seen so, and on a
-    loaded CI machine one translation took 174 ms twice in a row). A translation slow four times fails the budget."""
-    timings = []
-    for text, beam, ms in timed:
-        for _ in range(3):
-            if ms <= 100:
-                break
-            box.type(text, beam=beam)
-            ms = min(ms, box.last_ms())
-        timings.append(ms)
-    return timings
-
-
-def _real_sentences():
-    return [p.english for p in real_data.split_pairs()["test"][:12]] + REAL_AWKWARD
 
 
 @pytest.mark.parametrize("scheme", ["http", "file"])
@@ -228,8 +134,8 @@ def test_the_real_model_translates_exactly_as_python_once_selected(browser, requ
     box = Box(browser, base, CAPSTONE, colour="dark" if scheme == "http" else "light")
     try:
         # selected before any use: the runtime and the real model load, the grammar model does not
-        first = box.select("real")
-        first_ready = box.root.evaluate("r => r.tlBox.firstReady")
+        first = box.first_use("real")
+        first_ready = box.first_ready()
         assert first["model"] == "real" and box.loaded("model-real.js") and not box.loaded("model-grammar.js")
         worst = assert_same(first, translation_details(model, data, first["text"], beam_size=4))
         # the box shows the real model's examples and words, and the layers and heads of its decoder
@@ -238,15 +144,14 @@ def test_the_real_model_translates_exactly_as_python_once_selected(browser, requ
         assert "Real sentences (HSK)" in box.root.locator(".tl-tr-vocab:visible summary").inner_text()
         assert box.root.locator(".tl-tr-layer option").count() == model.config.num_decoder_layers
         assert box.root.locator(".tl-tr-head option").count() == model.config.nhead
-        sentences = _real_sentences() if scheme == "http" else _real_sentences()[::3]
-        timed = []
-        for beam in (4, 2, 8):
-            for text in (sentences if beam == 4 else sentences[::3]):
-                worst = max(worst, assert_same(box.type(text, beam=beam),
-                                               translation_details(model, data, text, beam_size=beam)))
-                timed.append((text, beam, box.last_ms()))
+        texts = sentences("real") if scheme == "http" else sentences("real")[::3]
+        timings = []
+        for text, beam in plan(texts):
+            worst = max(worst, assert_same(box.type(text, beam=beam),
+                                           translation_details(model, data, text, beam_size=beam)))
+            timings.append(box.last_ms())
         # Chinese characters, written without spaces: the page shows Python's text
-        last = translation_details(model, data, sentences[::3][-1], beam_size=8)
+        last = translation_details(model, data, plan(texts)[-1][0], beam_size=8)
         assert box.root.locator(".tl-tr-greedy").inner_text() == last["greedy_text"] and " " not in last["greedy_text"]
         assert box.root.locator(".tl-tr-beam-out").inner_text() == last["beam_text"]
         # an example button of the real model translates its sentence
@@ -254,12 +159,10 @@ def test_the_real_model_translates_exactly_as_python_once_selected(browser, requ
         box.root.locator(".tl-tr-examples:visible button").nth(1).click()
         assert_same(box.wait_result(shipped_examples("real")[1], 8),
                     translation_details(model, data, shipped_examples("real")[1], beam_size=8))
-        timings = _retimed(box, timed)
         print(f"\n{scheme}, real model: first translation ready {first_ready:.0f} ms after it was selected; later "
               f"ones: median {statistics.median(timings):.0f} ms, max {max(timings):.0f} ms over {len(timings)}; "
               f"largest difference from Python {worst:.1e}")
-        assert first_ready <= 5000, f"the real model's first translation took {first_ready:.0f} ms (budget 5 s)"
-        assert max(timings) <= 100, f"a later translation took {max(timings):.0f} ms (budget 100 ms): {timings}"
+        assert_no_hang("real", first_ready, timings)
         # and back: the grammar model loads now, and translates as Python does
         model_g, data_g = shipped_translator("grammar")
         back = box.select("grammar")
