@@ -5,6 +5,7 @@
   ``solution``, collapsed in Jupyter (``jupyter.source_hidden``), behind a "Show solution" toggle on the
   site, folded in Colab too (``cellView: form`` and a ``#@title`` line), and ending in the same check (which
   the build runs strictly: tools/build_book.py).
+* Prediction and exercise ids name their own chapter (``check.predict("7.1", ...)`` in chapter 7 only).
 * Every check rejects the wrong answers it registers, and says "not answered yet" to a skeleton.
 * Misconception notes have their three parts: what circulates, what is true, where it is checked.
 * Code that only draws is folded away (site and Jupyter alike); no visible code cell is longer than
@@ -90,6 +91,30 @@ def test_exercises_have_three_parts(path):
         markdown_before = "".join(_src(c) for c in cells[: ex["reader"]] if c["cell_type"] == "markdown")
         assert f"Exercise {n}.{m}" in markdown_before, f"{where}: no 'Exercise {n}.{m}' statement before the cell"
     assert numbers == list(range(1, len(numbers) + 1)), f"{path.name}: exercises numbered {numbers}"
+
+
+# check.predict("7.1", ...), check.reveal("7.1", ...), check.exercise_7_1(...): the id's chapter part
+ID_CALL = re.compile(r"check\.(?:predict|reveal)\(\s*[\"']([0-9]+[a-z]?|[A-Z])\.[0-9]+[\"']"
+                     r"|check\.exercise_([0-9]+[a-z]?|[A-Z])_[0-9]+\(")
+
+
+def test_the_id_pattern_sees_every_call():
+    """The test below only helps if its pattern finds the calls: every chapter has a prediction and exercises."""
+    for path in NOTEBOOKS:
+        found = [a or b for cell in _cells(path) if cell["cell_type"] == "code" for a, b in ID_CALL.findall(_src(cell))]
+        assert len(found) >= 4, f"{path.name}: the pattern found only {found} (a prediction pair and 3+ exercises)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "notebooks" / "zh").glob("*.ipynb")),
+                         ids=lambda p: p.parent.name + "/" + p.stem)
+def test_prediction_and_exercise_ids_name_their_chapter(path):
+    """Chapters were reordered once and their predictions kept the old numbers ("Prediction 8.1" in chapter 7):
+    every id a chapter's code uses starts with that chapter's number (13b for 13b, the letter for an appendix)."""
+    chapter = _chapter(path)
+    wrong = [(i, a or b) for i, cell in enumerate(_cells(path)) if cell["cell_type"] == "code"
+             for a, b in ID_CALL.findall(_src(cell)) if (a or b) != chapter]
+    assert not wrong, f"{path.name} is chapter {chapter}, but its code uses ids of chapter(s) " + \
+        ", ".join(f"{c} (cell {i})" for i, c in wrong)
 
 
 def test_every_check_is_used_and_every_used_check_exists():
