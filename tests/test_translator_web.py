@@ -10,7 +10,8 @@ English exactly as Python does (the real model: as real_data.tokenize_english, o
 data and awkward ones). It checks the size budgets: the page's first load and the lazily loaded model files
 (the other model's only when selected). Speed is not asserted here: `make bench` measures the first and the
 later translations against their budgets (benchmarks/translator_page.py, which drives the page for both); a
-test only bounds them at ten times their budget, which a busy core does not reach and a hang does. Bad input
+test only bounds them far above their budgets (ten times for the first translation, a hundred for later ones),
+which a busy core does not reach and a hang does. Bad input
 gets a message or a translation, never markup and never a hang. No request may leave the site, and the
 browser must log no error and no warning.
 """
@@ -79,12 +80,17 @@ def assert_same(page_result, py):
     return diff
 
 
+# A later translation: 10 s, a hundred times its budget. Ten times (1 s) is not generous: the real model's later
+# translations reached 676 ms while the other pytest worker held both cores.
+LATER_HANG_MS = 100 * LATER_MS
+
+
 def assert_no_hang(key, first_ready, timings):
-    """Ten times the budgets, not the budgets: a translation of ~10 ms took 100-600 ms while the other pytest worker
-    held the cores, so only a hang exceeds these; `make bench` tells whether the budgets are met."""
+    """Bounds far above the budgets, not the budgets: a translation of ~10 ms took 100-700 ms while the other pytest
+    worker held the cores, so only a hang exceeds these; `make bench` tells whether the budgets are met."""
     assert first_ready <= HANG_FACTOR * FIRST_MS[key], \
         f"the {key} model's first translation took {first_ready:.0f} ms after first use (a hang? budget {FIRST_MS[key]} ms)"
-    assert max(timings) <= HANG_FACTOR * LATER_MS, \
+    assert max(timings) <= LATER_HANG_MS, \
         f"a later translation took {max(timings):.0f} ms (a hang? budget {LATER_MS} ms): {timings}"
 
 
