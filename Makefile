@@ -16,7 +16,8 @@
 #   make test-oldest  the package's fast tests and every chapter on the oldest torch pyproject.toml allows, on
 #               Python 3.12 (.venv-oldest; tools/test_oldest.py): the torch a Colab image of the last year keeps
 #   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package),
-#               and Lighthouse on the built site's heaviest pages (benchmarks/lighthouse.json; after make book)
+#               Lighthouse on the built site's heaviest pages (benchmarks/lighthouse.json), and the translator page's
+#               speed against its budgets (benchmarks/translator.json; met or not, never a failure; after make book)
 #   make translator  train the book's translator (RECIPE) and write the weights the package ships
 #   make capstone  measure chapter 13's baselines, systematic split and data-size curve (assets/capstone_baselines.json)
 #   make grammar-lab  chapter 13's laboratory: subject-object swaps, a systematic split, new verb-object pairs, a length
