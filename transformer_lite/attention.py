@@ -66,7 +66,8 @@ def scaled_dot_product_attention(
     masked = apply_mask(scaled, attn_mask)  # blocked pairs -> -inf (chapter 7); no mask: masked == scaled
     weights = softmax_over_keys(masked)  # step 4: softmax over the keys, each row sums to 1
     if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)  # training only (paper §5.4)
+        # training only. Not in the paper (its §5.4 drops sub-layer outputs); tensor2tensor and PyTorch have it
+        weights = F.dropout(weights, p=dropout_p)
     output = weights @ value  # steps 5 and 6: (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
     if return_steps:
         return AttentionSteps(scores, scaled, masked, weights, output)
@@ -93,7 +94,7 @@ def softmax_over_keys(masked: torch.Tensor) -> torch.Tensor:
 
 
 def split_heads(x: torch.Tensor, nhead: int) -> torch.Tensor:
-    """(B, T, D) -> (B, H, T, D_h): give each head its own slice of the features."""
+    """(B, T, D) -> (B, H, T, D_h): cut the *projected* features into H blocks of D_h columns, one per head."""
     check_tensor("x", x, ndim=3)
     B, T, D = x.shape
     if D % nhead != 0:
