@@ -177,8 +177,9 @@ def exercise_5_4(matches_nn_layer_norm, diagnosis):
                          "suspect do?")
     if diagnosis.strip().lower() != "d":
         raise Wrong(f"your test is right, but the bug is not {_DIAGNOSES[diagnosis.strip().lower()]}.",
-                    hint="(a), (b) and (c) would show up with gamma = 1 and beta = 0 already. Set gamma to 2 "
-                         "everywhere and beta to 0: nn.LayerNorm doubles its output; what does the suspect do?")
+                    hint="(a) and (c) would show up with gamma = 1 and beta = 0 already; (b) shows only on nearly "
+                         "constant vectors, which a random batch does not hold. Set gamma to 2 everywhere and beta "
+                         "to 0: nn.LayerNorm doubles its output; what does the suspect do?")
     return ("your test catches the suspect, which equals nn.LayerNorm until gamma and beta move: it applies them "
             "before normalizing (pitfalls.LayerNormAffineFirst), so the normalization undoes them.")
 
