@@ -15,6 +15,7 @@
 #               the exercise checks, the i18n catalogs
 #   make test-oldest  the package's fast tests and every chapter on the oldest torch pyproject.toml allows, on
 #               Python 3.12 (.venv-oldest; tools/test_oldest.py): the torch a Colab image of the last year keeps
+#               (20 min on 2 busy cores: tests 14, chapters 6; making the venv adds 5 min and a 3 GB download)
 #   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package),
 #               Lighthouse on the built site's heaviest pages (benchmarks/lighthouse.json), and the translator page's
 #               speed against its budgets (benchmarks/translator.json; met or not, never a failure; after make book)
