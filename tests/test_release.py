@@ -45,9 +45,9 @@ def _one(dist: Path, pattern: str) -> Path:
 
 def test_dist_holds_the_five_artifacts_of_this_version(dist):
     names = sorted(p.name for p in dist.iterdir() if p.is_file())
+    dist_name = NAME.replace("-", "_")  # the wheel's and the sdist's file names normalise it (PEP 625, PEP 427)
     wanted = [f"{NAME}-{VERSION}-notebooks.zip", f"{NAME}-{VERSION}-site.zip", f"{NAME}-{VERSION}.en.pdf",
-              f"{NAME}-{VERSION}.tar.gz", f"{NAME}-{VERSION}.zh.pdf",
-              f"{NAME.replace('-', '_')}-{VERSION}-py3-none-any.whl"]
+              f"{NAME}-{VERSION}.zh.pdf", f"{dist_name}-{VERSION}.tar.gz", f"{dist_name}-{VERSION}-py3-none-any.whl"]
     assert names == sorted(wanted), names
     for pdf in dist.glob("*.pdf"):
         assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 1_000_000, pdf.name
