@@ -505,7 +505,7 @@ def test_a_tag_releases_every_file_of_dist_on_github():
     gh = next(s for s in release["steps"] if "gh release create" in s.get("run", ""))
     words = next(w for w in _commands(gh["run"]) if w[:3] == ["gh", "release", "create"])
     assert words[3] == "$GITHUB_REF_NAME" and words[4] == "dist/*", words
-    assert words[words.index("--notes-file") + 1] == "release-notes.md"
+    assert words[words.index("--notes-file") + 1] == "release-notes.txt"
     assert gh["env"]["GH_TOKEN"] == "${{ github.token }}"
 
 
@@ -519,7 +519,7 @@ def test_the_release_notes_are_the_tags_section_of_the_changelog(tmp_path):
         "- [a link](x)\n\n## [0.1.0] - 2026-12-01\n\n- one\n\n[0.2.0]: https://example.org\n")
     r = _run_step_script(_notes_step(), tmp_path, {"GITHUB_REF_NAME": "v0.2.0"})
     assert r.returncode == 0, r.stderr
-    notes = (tmp_path / "release-notes.md").read_text()
+    notes = (tmp_path / "release-notes.txt").read_text()
     assert "- two" in notes and "- [a link](x)" in notes and "### Added" in notes
     assert "one" not in notes and "next" not in notes and "## [" not in notes
     r = _run_step_script(_notes_step(), tmp_path, {"GITHUB_REF_NAME": "v0.3.0"})
