@@ -36,3 +36,14 @@ def test_num_threads_sets_and_restores():
     with pytest.raises(ValueError, match="n must be >= 1, got 0"):
         with num_threads(0):
             pass
+
+
+def test_the_bertviz_patches_name_the_release_the_toolchain_pins():
+    """transformer_lite/book/viz.py's patches name the bertviz they were written for, which must be the pinned one."""
+    import re
+    from pathlib import Path
+
+    from transformer_lite.book import viz
+
+    pins = (Path(__file__).resolve().parent.parent / "requirements-nodeps.in").read_text(encoding="utf-8")
+    assert re.search(rf"^bertviz=={re.escape(viz.BERTVIZ_WRITTEN_FOR)}\b", pins, re.M), viz.BERTVIZ_WRITTEN_FOR

@@ -169,8 +169,8 @@ def classic_ort_script(bundle_text: str) -> str:
     text = bundle_text.split("\n//# sourceMappingURL=")[0].rstrip()
     m = re.search(r"export\s*\{([^}]*)\}\s*;?\s*$", text)
     if m is None or text.count("export{") + text.count("export {") != 1:
-        raise ValueError("the ONNX Runtime Web bundle no longer ends with one `export {...}`; "
-                         "classic_ort_script needs updating for this version")
+        raise ValueError("the ONNX Runtime Web bundle no longer ends with one `export {...}` as 1.30.0's did "
+                         "(package.json); classic_ort_script needs updating for this version")
     names = {}
     for part in m.group(1).split(","):
         local, _, exported = part.strip().partition(" as ")

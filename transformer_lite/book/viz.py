@@ -29,6 +29,8 @@ from .interactive import _next_id
 
 __all__ = ["head_view", "model_view", "head_view_html", "model_view_html"]
 
+# the bertviz release every patch below was written for (pinned in requirements-nodeps.in); a failing patch names it
+BERTVIZ_WRITTEN_FOR = "1.4.1"
 _REQUIRE_CDN = "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js"
 _FONT = "font-family:'Helvetica Neue', Helvetica, Arial, sans-serif"
 
@@ -38,7 +40,8 @@ def _sub(pattern: str, repl: str, text: str, name: str, count: int = 0, regex: b
     new, n = (re.subn(pattern, repl, text, count=count, flags=flags) if regex else
               (text.replace(pattern, repl, count or -1), text.count(pattern)))
     if n == 0:
-        raise RuntimeError(f"bertviz's {name} changed: {pattern!r} not found; update transformer_lite/book/viz.py")
+        raise RuntimeError(f"bertviz's {name} changed since {BERTVIZ_WRITTEN_FOR}: {pattern!r} not found; "
+                           "update transformer_lite/book/viz.py")
     return new
 
 
@@ -52,7 +55,8 @@ def _bertviz_js(name: str) -> tuple[str, str]:
     src = resources.files("bertviz").joinpath(name).read_text(encoding="utf-8")
     m = re.search(r"require\.config\(\{.*?\}\);", src, flags=re.S)
     if not m:
-        raise RuntimeError(f"bertviz's {name} has no require.config block; update transformer_lite/book/viz.py")
+        raise RuntimeError(f"bertviz's {name} has no require.config block (it had in {BERTVIZ_WRITTEN_FOR}); "
+                           "update transformer_lite/book/viz.py")
     cdn_config, js = m.group(0), src[:m.start()] + src[m.end():]
     if name not in _SCOPED_IDS:
         raise ValueError(f"name must be one of {sorted(_SCOPED_IDS)}, got {name!r}")
