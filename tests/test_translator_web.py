@@ -216,13 +216,13 @@ def test_budgets_first_load_and_model_files(browser, site):
         print(f"\nfirst load: {raw / MB:.2f} MB as files, {wire / MB:.2f} MB gzip-compressed as static hosts send it, "
               f"{len(loaded)} files; loaded on first use: " + ", ".join(f"{k} {v / MB:.2f} MB" for k, v in lazy.items())
               + "; " + ", ".join(f"{f.name} {f.stat().st_size / MB:.2f} MB" for f in sorted(ASSETS.iterdir())))
-        assert wire <= 2 * MB, f"the page's first load is {wire / MB:.2f} MB compressed (budget 2 MB)"
+        assert wire <= 2 * MB, f"the page's first load is {wire / MB:.2f} MB compressed (at most 2 MB)"
         for key in SHIPPED:
-            assert lazy[key] <= 15 * MB, f"the {key} model's first use loads {lazy[key] / MB:.2f} MB (budget 15 MB)"
+            assert lazy[key] <= 15 * MB, f"the {key} model's first use loads {lazy[key] / MB:.2f} MB (at most 15 MB)"
             # the sizes the box tells the reader before it loads are the sizes it loads
             assert round(lazy[key] / MB) == DOWNLOAD_MB[key], (key, lazy[key] / MB, DOWNLOAD_MB[key])
             assert round(model_files[key] / MB) == MODEL_MB[key], (key, model_files[key] / MB, MODEL_MB[key])
-        assert model_files["real"] <= 8 * MB, f"the real model adds {model_files['real'] / MB:.2f} MB to the site (budget 8 MB)"
+        assert model_files["real"] <= 8 * MB, f"the real model adds {model_files['real'] / MB:.2f} MB to the site (at most 8 MB)"
         assert f"about {DOWNLOAD_MB['grammar']} MB" in box.root.locator(".tl-tr-status").inner_text()
     finally:
         box.close()

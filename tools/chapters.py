@@ -41,7 +41,7 @@ HIDDEN_TAGS = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 NOT_READ = ("References", "参考文献")   # a section of citations is looked up, not read
 WORDS_PER_MINUTE = 130
 SECONDS_PER_CODE_LINE = 5
-CORE_WORDS_BUDGET = 2800                # issue 24: "about 2,800 words or less"
+CORE_WORDS_BUDGET = 2800                # "about 2,800 words or less": one sitting for the core path
 
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^(```|~~~)")

@@ -676,7 +676,7 @@ def translate_markdown(source: str, translations: dict, md=None) -> tuple[str, l
 # finds the div among the rendered cells. tests/test_jupyterlab.py clicks both kinds in both editions (a link that
 # opens the other notebook shows its top the first time, as said above).
 # Colab: links to headings or to `<a id>`/`<a name>`/`<div id>` do not scroll there at all; only
-# `#scrollTo=<cell id>` does (googlecolab/colabtools issue 3983, open since 2023: "the only anchor links that work
+# `#scrollTo=<cell id>` does (googlecolab/colabtools#3983, open since 2023: "the only anchor links that work
 # are the ones that reference cell ids"). Colab cannot be reached from this machine and is not tested.
 
 

@@ -1,4 +1,4 @@
-"""The built site made lighter for a phone (issue 27), after both editions are built (tools/build_book.py).
+"""The built site made lighter for a phone, after both editions are built (tools/build_book.py).
 
 Lighthouse's mobile emulation (a mid-range phone on slow 4G: 1.6 Mbit/s, a CPU 4x slower than a desktop's)
 counts, before the first paint, the page, its stylesheets and every request of high priority that starts before

@@ -1,4 +1,4 @@
-"""The pieces of today's block (issue 23, "Since 2017"), each checked against the 2017 block it replaces.
+"""The pieces of today's block (chapter 15, "Since 2017"), each checked against the 2017 block it replaces.
 
 * :class:`RMSNorm` — chapter 5's LayerNorm without the mean and without beta (Zhang & Sennrich, 2019).
 * :func:`rotary` — RoPE: chapter 2's rotation M_k applied to q and k (Su et al., 2021).

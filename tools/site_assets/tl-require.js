@@ -13,7 +13,7 @@
     queue.splice(0).forEach(function (f) { f(); });
   }
   // A view is drawn when it comes within a screen of the reader, not as the page loads: require.js, jquery and d3
-  // and the drawing cost a phone ~1 s of work the first screen does not need (issue 27). window.tlRequireAll()
+  // and the drawing cost a phone ~1 s of work the first screen does not need. window.tlRequireAll()
   // draws every view now (tools/build_pdf.py, the tests; printing).
   var waiting = [];
   function drawAll() { waiting.splice(0).forEach(function (w) { w(); }); }

@@ -12,7 +12,7 @@ In Jupyter and Colab that is an ordinary quote, readable as it is. On the site t
 into an admonition with the class ``misconception`` (styled by static/tl-book.css), so every chapter's
 notes look the same. ``tests/test_book_conventions.py`` checks the three parts in the notebooks.
 
-It also makes the site fast on a phone (issue 27; tests/test_budgets.py, benchmarks/lighthouse.py): folded cells'
+It also makes the site fast on a phone (tests/test_budgets.py, benchmarks/lighthouse.py): folded cells'
 content waits in <template>s (static/tl-lazy.js), the controls' frames load on first use, images carry their size
 and load lazily below the first, no script blocks rendering, the Chinese edition shares the English edition's
 _static/; and it writes each page's description and OpenGraph tags and the sitemap. The math: tl_math.py.
@@ -109,7 +109,7 @@ _FOLDED_CODE = re.compile(r'(?<!<template class="tl-lazy">)(<div class="cell_inp
 
 
 def depart_deep_dive_fold(self, node) -> None:
-    """The fold closes; the code cells' sources inside it wait in <template>s (issue 27: a chapter's deep dives
+    """The fold closes; the code cells' sources inside it wait in <template>s (a chapter's deep dives
     hold thousands of highlighted-code elements that a reader who does not open them never sees)."""
     start = node.get("tl_body_start")
     if start is not None:
@@ -162,7 +162,7 @@ _NOT_LAZY = re.compile(r"<script\b|<h[1-6]\b")
 def depart_hidden_cell(self, node) -> None:
     """The folded cell's content (highlighted code: thousands of elements per chapter) waits inside a
     <template> until the reader opens the fold (static/tl-lazy.js puts it in place; printing and
-    tools/build_pdf.py do too): the page's DOM is the part the reader sees (issue 27)."""
+    tools/build_pdf.py do too): the page's DOM is the part the reader sees."""
     start = node.get("tl_body_start")
     if start is not None and not _NOT_LAZY.search("".join(self.body[start:])):
         self.body.insert(start, '<template class="tl-lazy">')
@@ -431,7 +431,7 @@ def setup(app):
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
-# ---------------------------------------------------------------- shared links and search engines (issue 27)
+# ---------------------------------------------------------------- shared links and search engines
 
 DESCRIPTION_CHARS = {"en": 160, "zh": 90}  # what search results and link previews show of a description
 
@@ -551,7 +551,7 @@ def write_sitemap(app, exception) -> None:
     (out / "robots.txt").write_text(f"User-agent: *\nAllow: /\nSitemap: {base}sitemap.xml\n", encoding="utf-8")
 
 
-# ---------------------------------------------------------------- images: sized, and lazy (issue 27)
+# ---------------------------------------------------------------- images: sized, and lazy
 
 def visit_image(self, node) -> None:
     """Sphinx's <img>, with the image's own width and height (the browser reserves its box before the file arrives:
@@ -577,7 +577,7 @@ def depart_image(self, node) -> None:
     type(self).depart_image(self, node)
 
 
-# ---------------------------------------------------------------- one _static/ for both editions (issue 27)
+# ---------------------------------------------------------------- one _static/ for both editions
 # The Chinese edition (under zh/) is a second Sphinx build with its own _static/: the theme, MathJax's fonts, the
 # book's scripts, the same bytes as the English edition's. Its pages load the English edition's _static/ instead,
 # and the copy is removed when the build ends, but for the files that differ between the editions.
@@ -648,7 +648,7 @@ def prune_zh_static(app, exception) -> None:
                            "its pages load the English one", rel)
 
 
-# ---------------------------------------------------------------- no render-blocking script (issue 27)
+# ---------------------------------------------------------------- no render-blocking script
 
 SITE_ASSETS = Path(__file__).resolve().parent.parent / "site_assets"
 _REQUIRE_BASE = 'var base = document.currentScript.src.replace(/[^\\/]*$/, "");'
@@ -657,7 +657,7 @@ _REQUIRE_BASE = 'var base = document.currentScript.src.replace(/[^\\/]*$/, "");'
 # scripts nothing on the first screen needs (Sphinx's keyboard shortcuts, search-word highlighting and their
 # Chinese, the copy buttons, sphinx-togglebutton), each written to start whenever it runs (they check
 # document.readyState): the page loads them after its first frame (static/tl-lazy.js), so a phone draws the first screen before it fetches and
-# runs them (issue 27). Their type keeps the browser from loading them before.
+# runs them. Their type keeps the browser from loading them before.
 AFTER_FIRST_FRAME = ("doctools.js", "sphinx_highlight.js", "translations.js", "clipboard.min.js", "copybutton.js",
                      "togglebutton.js")
 LATER_TYPE = "text/x-tl-after-first-frame"
@@ -710,7 +710,7 @@ def _documentation_options(app, context) -> str:
     return app.builder.templates.render_string(template.read_text(encoding="utf-8"), context)
 
 
-# ---------------------------------------------------------------- the controls' frames: loaded on first use (issue 27)
+# ---------------------------------------------------------------- the controls' frames: loaded on first use
 # A precomputed control (transformer_lite.book.interactive.explore) carries every frame (figures as PNG data URIs)
 # in a <script type="application/json" class="tl-data"> that its inline script parses when the page loads: up to
 # 370 KB (gzip) of a chapter's page, all on the critical path, for figures the reader sees only by moving a slider.

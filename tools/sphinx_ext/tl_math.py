@@ -1,4 +1,4 @@
-"""The book's math, typeset when the site is built (issue 27: fast on a phone): no math script on any page.
+"""The book's math, typeset when the site is built (fast on a phone): no math script on any page.
 
 Listed in _config.yml (``extensions`` and ``html_math_renderer: tl_static_math``), so both editions use it.
 Sphinx hands every formula to this renderer instead of writing ``\\(...\\)`` for MathJax to typeset in the

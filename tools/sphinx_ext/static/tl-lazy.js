@@ -1,5 +1,5 @@
 // A folded cell's content waits in a <template class="tl-lazy"> (tools/sphinx_ext/tl_book.py): thousands of
-// highlighted-code elements a reader mostly never opens stay out of the page's first layout (issue 27). It is put
+// highlighted-code elements a reader mostly never opens stay out of the page's first layout. It is put
 // in place when its fold opens (a click, a link into it, the browser's find), before printing, and by
 // window.tlMaterialize() (tools/build_pdf.py, the tests). Each new code block gets the copy button its
 // neighbours got from sphinx-copybutton.
@@ -86,7 +86,7 @@
   // a fold opened before this deferred script ran
   document.querySelectorAll("details[open]").forEach(within);
 
-  // A chapter's sections are laid out a few at a time (issue 27). The page's head gives <html> the class "tl-cv",
+  // A chapter's sections are laid out a few at a time. The page's head gives <html> the class "tl-cv",
   // under which tl-book.css lets the browser skip the style and layout of a section while it is off screen
   // (content-visibility: auto): a phone lays out the first screen, not the whole chapter at once. Once the page
   // has loaded, each idle moment shows one more section (class "tl-shown"), so the rest is laid out in small
