@@ -97,7 +97,7 @@ release: install
 	$(PY) tools/release.py
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_release.py
 
-# Point the committed files readers see as they are (README, CITATION.cff, pyproject.toml, _config.yml) at a new
+# Point the committed files readers see as they are (README, CITATION.cff, pyproject.toml, CHANGELOG, _config.yml) at a new
 # repository: make repository REPO=owner/name [SITE=https://...]. A build alone takes BOOK_REPOSITORY instead.
 repository:
 	$(PYTHON) tools/repository.py set $(REPO) $(if $(SITE),--site $(SITE))
