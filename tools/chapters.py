@@ -41,7 +41,7 @@ HIDDEN_TAGS = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 NOT_READ = ("References", "参考文献")   # a section of citations is looked up, not read
 WORDS_PER_MINUTE = 130
 SECONDS_PER_CODE_LINE = 5
-CORE_WORDS_BUDGET = 2800                # "about 2,800 words or less": one sitting for the core path
+CORE_WORDS_BUDGET = 2800                # one sitting: the words the core path shows, deep-dive teasers included
 
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^(```|~~~)")
@@ -114,15 +114,16 @@ def code_lines(text: str) -> int:
 
 def stats(nb: dict) -> dict:
     core_words = core_code = dive_words = dive_code = 0
-    for cell, where in zip(nb["cells"], sections(nb)):
+    teasers = set(deep_dive_heads(nb))
+    for i, (cell, where) in enumerate(zip(nb["cells"], sections(nb))):
         if where["skipped"] or where["hidden"] or HEADER_TAG in cell.get("metadata", {}).get("tags", []):
             continue
         text = source(cell)
         if cell["cell_type"] == "markdown":
             n = prose_words(text)
-            if where["deep_dive"]:
+            if where["deep_dive"] and i not in teasers:
                 dive_words += n
-            else:
+            else:  # a deep dive's heading and first paragraph show on the core path (the site folds what follows)
                 core_words += n
         elif cell["cell_type"] == "code":
             n = code_lines(text)
