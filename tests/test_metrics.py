@@ -25,7 +25,7 @@ sacrebleu = pytest.importorskip("sacrebleu")  # a test dependency (requirements.
 from sacrebleu.tokenizers.tokenizer_zh import TokenizerZh  # noqa: E402
 
 from transformer_lite.metrics import (bleu, characters, chrf, corpus_bleu, corpus_chrf,  # noqa: E402
-                                      modified_precision, ngrams)
+                                      modified_precision, ngrams, paired_bootstrap)
 
 EN_HYPS = ["the cat sat on the mat", "there is a cat on the mat", "I have a cat", "", "a b c",
            "the the the the the the the"]
@@ -234,5 +234,70 @@ def test_chrf_weighs_recall_above_precision():
     (lambda: characters(42), TypeError, r"sentence must be a str or a list of str tokens, got int"),
 ])
 def test_bad_input_names_the_argument(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+# ---- paired bootstrap (Koehn 2004) -------------------------------------------------------------------------------
+
+def _bootstrap_corpora(seed=0, size=80):
+    """A reference corpus, a system that keeps 85 % of each reference's tokens and one that keeps 55 %."""
+    rng = random.Random(seed)
+    refs = [" ".join(rng.choice(EN_WORDS) for _ in range(rng.randint(3, 10))) for _ in range(size)]
+
+    def noisy(keep):
+        return [" ".join(t if rng.random() < keep else rng.choice(EN_WORDS) for t in r.split()) for r in refs]
+    return noisy(0.85), noisy(0.55), refs
+
+
+@pytest.mark.parametrize("metric", [corpus_bleu, corpus_chrf])
+def test_paired_bootstrap_fast_path_equals_rescoring_every_draw(metric):
+    good, bad, refs = _bootstrap_corpora()
+    fast = paired_bootstrap(metric, good, bad, refs, n=60, seed=3)
+    slow = paired_bootstrap(lambda c, r: metric(c, r).score, good, bad, refs, n=60, seed=3)
+    assert fast == pytest.approx(slow, rel=1e-12, abs=1e-15)
+    assert fast["a"] == metric(good, refs).score and fast["b"] == metric(bad, refs).score
+
+
+def test_paired_bootstrap_recomputes_the_corpus_score_on_each_draw():
+    good, bad, refs = _bootstrap_corpora()
+    rng = random.Random(5)  # the draws paired_bootstrap makes with seed=5
+    draws = [[rng.randrange(len(refs)) for _ in refs] for _ in range(20)]
+    diffs = sorted(corpus_bleu([good[i] for i in d], [refs[i] for i in d]).score
+                   - corpus_bleu([bad[i] for i in d], [refs[i] for i in d]).score for d in draws)
+    result = paired_bootstrap(corpus_bleu, good, bad, refs, n=20, seed=5)
+    assert result["low"] == pytest.approx(diffs[0] + (diffs[1] - diffs[0]) * 0.475)
+    assert result["a_wins"] == sum(d > 0 for d in diffs) / 20
+
+
+def test_paired_bootstrap_separates_a_clear_gap_and_not_a_tie():
+    good, bad, refs = _bootstrap_corpora()
+    clear = paired_bootstrap(corpus_chrf, good, bad, refs, n=200)
+    assert clear["difference"] > 0 and clear["low"] > 0 and clear["a_wins"] >= 0.95
+    assert clear["low"] <= clear["difference"] <= clear["high"]
+    same = paired_bootstrap(corpus_chrf, good, good, refs, n=50)
+    assert same["difference"] == same["low"] == same["high"] == same["a_wins"] == 0
+    swapped = paired_bootstrap(corpus_chrf, bad, good, refs, n=200)
+    assert swapped["difference"] == -clear["difference"] and swapped["a_wins"] <= 1 - clear["a_wins"]
+
+
+def test_paired_bootstrap_is_reproducible_from_its_seed():
+    good, bad, refs = _bootstrap_corpora()
+    assert paired_bootstrap(corpus_bleu, good, bad, refs, n=30, seed=1) == \
+        paired_bootstrap(corpus_bleu, good, bad, refs, n=30, seed=1)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: paired_bootstrap("bleu", ["a"], ["a"], ["a"]), TypeError, r"metric must be a corpus score .*got str"),
+    (lambda: paired_bootstrap(corpus_bleu, "a", ["a"], ["a"]), TypeError, r"hyps_a must be a list of sentences"),
+    (lambda: paired_bootstrap(corpus_bleu, ["a"], [1], ["a"]), TypeError, r"hyps_b\[0\] must be a str"),
+    (lambda: paired_bootstrap(corpus_bleu, ["a"], ["a"], None), TypeError, r"refs must be a list of sentences"),
+    (lambda: paired_bootstrap(corpus_bleu, [], [], []), ValueError, r"refs must hold at least one sentence"),
+    (lambda: paired_bootstrap(corpus_bleu, ["a"], ["a", "b"], ["a"]), ValueError,
+     r"hyps_b must hold one sentence per reference \(1\), got 2"),
+    (lambda: paired_bootstrap(corpus_bleu, ["a"], ["a"], ["a"], n=0), ValueError, r"n must be >= 1, got 0"),
+    (lambda: paired_bootstrap(corpus_bleu, ["a"], ["a"], ["a"], seed=1.5), TypeError, r"seed must be an int"),
+])
+def test_paired_bootstrap_bad_input_names_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()
