@@ -226,7 +226,10 @@ def header_line(stem: str, nb: dict, seconds: float, zh: bool = False) -> str:
     if zh:
         assumes = _join(links, True) if links else "只需[引言](../book/intro.md#prerequisites)列出的预备知识"
         dives = f"，深入内容另需约 {s['deep_dive_minutes']} 分钟" if s["deep_dives"] else ""
-        return (f"*阅读时间*：主线约 {s['reading_minutes']} 分钟{dives}。*运行时间*：在 2 核 CPU 上约 {run} 秒。"
+        # the code-line count stays, as in English: it tells how much code the sitting runs; the word count is left
+        # out, since English words say nothing of the length of the Chinese text
+        return (f"*阅读时间*：主线约 {s['reading_minutes']} 分钟（{s['core_code_lines']} 行代码）{dives}。"
+                f"*运行时间*：在 2 核 CPU 上约 {run} 秒。"
                 f"*前置章节*：{assumes}。")
     assumes = _join(links, False) if links else "only the [prerequisites](../book/intro.md#prerequisites) of the introduction"
     dives = f", plus about {s['deep_dive_minutes']} min for the deep dives" if s["deep_dives"] else ""
