@@ -188,7 +188,9 @@ def test_trained_encoder_layer_0_heads_are_sharp_and_local_layer_1_heads_spread(
             local[li, h] = near[real].mean().item()
     heads = range(enc_w[0].shape[1])
     assert max(entropy[0, h] for h in heads) < 0.5 * min(entropy[1, h] for h in heads)
-    assert all(local[0, h] > 0.5 for h in heads)
+    # at least 40 % of a word's weight on itself and its neighbours, in every head of layer 0: the least local
+    # head sits at about half, so the chapter claims only what holds with a margin
+    assert all(local[0, h] > 0.4 for h in heads)
 
 
 def test_shuffled_sentence_attention_weights_are_p_a_pt():
