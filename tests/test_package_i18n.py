@@ -243,8 +243,8 @@ def test_captured_values_that_are_messages_are_translated_too():
 
 
 def test_predict_and_reveal_in_chinese():
-    for verdict in (check.predict("99.1", ...), check.reveal("99.2", 3.0), check.predict("99.1", 0.5),
-                    check.reveal("99.1", 0.5), check.reveal("99.1", 2.0)):
+    for verdict in (check.predict("5.1", ...), check.reveal("6.1", 3), check.predict("5.1", 0.5),
+                    check.reveal("5.1", 0.5), check.reveal("5.1", 2.0)):
         text = _both(verdict, "prediction")
         assert text.split("：")[0].endswith("预测 " + verdict.exercise)
 

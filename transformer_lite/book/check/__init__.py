@@ -26,12 +26,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from . import page
+
 __all__ = ["Verdict", "ExerciseError", "Wrong", "exercise", "registry", "predict", "reveal", "STRICT_ENV"]
 
 STRICT_ENV = "TRANSFORMER_LITE_STRICT_EXERCISES"
 MODULES = [f"ch{n:02d}" for n in range(16)] + ["ch13b", "appendix_a", "appendix_c"]
 
 _REGISTRY: dict[str, "Exercise"] = {}
+# While a check runs in the book's build: how number(), close() and one_of() compared each answer (check/page.py)
+_TRACE: list[dict] | None = None
+
+
+def _traced(answer, name: str, rule: dict) -> None:
+    if _TRACE is not None:
+        _TRACE.append({"answer": answer, "name": name, "rule": rule})
 
 
 class ExerciseError(AssertionError):
@@ -59,6 +68,8 @@ class Verdict:
     message: str
     hint: str | None = None
     kind: str = "Exercise"
+    # what the static site adds below the verdict (check/page.py): a field, a button, data; "" in Jupyter
+    page: str = field(default="", compare=False, repr=False)
 
     def __bool__(self) -> bool:
         return self.status == "right"
@@ -88,7 +99,8 @@ class Verdict:
         lang = ' lang="zh-CN"' if language() == "zh" else ""
         # i18n: data (HTML, not a message)
         return (f'<div class="tl-verdict tl-verdict-{self.status}" role="status"{lang} '
-                f'style="border-left:4px solid {colour};padding:0.3em 0.8em;white-space:pre-wrap">{lines}</div>')
+                f'style="border-left:4px solid {colour};padding:0.3em 0.8em;white-space:pre-wrap">{lines}</div>'
+                + self.page)
 
 
 @dataclass
@@ -116,16 +128,26 @@ def exercise(number: str, *, wrong: list[Callable[[], tuple]]):
     def decorate(function):
         @functools.wraps(function)
         def run(*answers) -> Verdict:
+            global _TRACE
+            static = page.enabled()
             try:
                 if any(_is_skeleton(a) for a in answers):
                     raise NotAnswered
+                _TRACE = [] if static else None
                 message = function(*answers)
                 verdict = Verdict(number, "right", message or "right.")
+                rules = page.answer_rules(function, answers, _TRACE) if static else None
+                if rules:  # the build's solution: what each answer was compared with, for the page to do the same
+                    verdict = Verdict(number, "right", verdict.message,
+                                      page=page.exercise_key_html(number, verdict.message, rules))
             except NotAnswered:
                 verdict = Verdict(number, "todo", "not answered yet: write your answer in the cell above "
-                                                  "(replace the ...), then run this check again.")
+                                                  "(replace the ...), then run this check again.",
+                                  page=page.exercise_html(number, _answer_names(function, answers)) if static else "")
             except Wrong as e:
                 verdict = Verdict(number, "wrong", e.message, e.hint)
+            finally:
+                _TRACE = None
             if not verdict and verdict.status == "wrong" and os.environ.get(STRICT_ENV) == "1":
                 raise ExerciseError(repr(verdict))
             return verdict
@@ -134,6 +156,12 @@ def exercise(number: str, *, wrong: list[Callable[[], tuple]]):
         return run
 
     return decorate
+
+
+def _answer_names(function, answers) -> list[str]:
+    import inspect
+
+    return list(inspect.signature(function).parameters)[:len(answers)]
 
 
 def registry() -> dict[str, Exercise]:
@@ -199,6 +227,7 @@ def close(answer, expected, name: str, hint: str | None = None, atol: float = 1e
     """Raise :class:`Wrong` unless ``answer`` equals ``expected`` (a tensor) within tolerance."""
     import torch
 
+    _traced(answer, name, page.close_rule(name, expected.detach().cpu(), atol, rtol, hint) if _TRACE is not None else {})
     answer = tensor(answer, name, tuple(expected.shape))
     expected = expected.detach().cpu().to(answer.dtype) if answer.is_floating_point() else expected.detach().cpu()
     if not torch.allclose(answer.double(), expected.double(), atol=atol, rtol=rtol):
@@ -209,6 +238,7 @@ def close(answer, expected, name: str, hint: str | None = None, atol: float = 1e
 
 def number(answer, expected: float, name: str, hint: str | None = None, rel: float = 1e-3, abs_: float = 1e-6):
     """Raise :class:`Wrong` unless the number ``answer`` is ``expected`` within tolerance."""
+    _traced(answer, name, page.number_rule(name, expected, rel, abs_, hint) if _TRACE is not None else {})
     try:
         value = float(answer)
     except (TypeError, ValueError):
@@ -221,45 +251,58 @@ def number(answer, expected: float, name: str, hint: str | None = None, rel: flo
 # ---- predict, then run ----------------------------------------------------------------------------------
 # A prediction is written down before the cell that answers it runs:
 #
-#     my_prediction = ...                      # the reader's guess: a number, a shape, a choice
-#     check.predict("5.1", my_prediction)      # records it (nothing is checked yet)
+#     my_prediction = ...                      # the reader's guess: a number, a count, a choice
+#     check.predict("5.1", my_prediction)      # records it (nothing is checked yet), and says when it counts as right
 #     ...the experiment's cell...
 #     check.reveal("5.1", measured)            # what the cell measured, against the recorded guess
 #
-# A wrong prediction is not an error (the build runs with the skeleton, and says what it would have compared).
+# Each prediction's kind and tolerance are declared once, in predictions.py. A wrong prediction is not an error
+# (the build runs with the skeleton, and says what it would have compared). On the static site the build's outputs
+# carry a field for the guess and the measured value (page.py), and the page gives the same verdict.
 
 _PREDICTIONS: dict[str, Any] = {}
 
 
 def predict(number: str, prediction) -> Verdict:
-    """Record the reader's prediction for ``number`` ("5.1"); :func:`reveal` compares it with what a cell measured."""
-    if not isinstance(number, str) or not number:
-        raise TypeError(f"number should be a non-empty str such as '5.1', got {number!r}")
+    """Record the reader's prediction for ``number`` ("5.1"); :func:`reveal` compares it with what a cell measured.
+    The verdict says when it counts as right (the prediction's rule, predictions.py)."""
+    from .predictions import prediction as declared
+
+    rule = declared(number)
+    static = page.predict_html(rule) if page.enabled() else ""
     if _is_skeleton(prediction):
         _PREDICTIONS.pop(number, None)
         return Verdict(number, "todo", "no prediction yet: write it in place of the ..., run this cell, and only then "
-                                       "run the cells below.", kind="Prediction")
-    _PREDICTIONS[number] = prediction
-    return Verdict(number, "right", f"recorded: you predict {_show(prediction)}. Now run the cells below.",
-                   kind="Prediction")
+                                       "run the cells below." + " " + rule.ask(), kind="Prediction", page=static)
+    try:
+        guess = rule.read(prediction)
+    except Wrong as e:
+        _PREDICTIONS.pop(number, None)
+        return Verdict(number, "wrong", e.message, kind="Prediction", page=static)
+    _PREDICTIONS[number] = guess
+    return Verdict(number, "right", f"recorded: you predict {_show(guess)}. Now run the cells below." + " " + rule.rule(),
+                   kind="Prediction", page=static)
 
 
-def reveal(number: str, measured, *, rel: float = 0.1) -> Verdict:
-    """Compare the prediction recorded for ``number`` with ``measured``: numbers within ``rel`` (relative), anything
-    else equal (strings without regard to case and surrounding spaces, sequences element by element)."""
-    if not isinstance(number, str) or not number:
-        raise TypeError(f"number should be a non-empty str such as '5.1', got {number!r}")
-    if not isinstance(rel, (int, float)) or isinstance(rel, bool) or rel < 0:
-        raise ValueError(f"rel should be a number >= 0, got {rel!r}")
+def reveal(number: str, measured, *, rel: float | None = None) -> Verdict:
+    """Compare the prediction recorded for ``number`` with ``measured``, by the prediction's rule (predictions.py:
+    numbers within its tolerance, counts exactly or within theirs, choices without regard to case and surrounding
+    spaces). ``rel``, when given, must be the declared relative tolerance (it is declared there, once)."""
+    from .predictions import prediction as declared
+
+    rule = declared(number)
+    if rel is not None and rel != rule.rel:
+        raise ValueError(f"rel: prediction {number} declares rel={rule.rel!r} in check/predictions.py, got {rel!r}")
+    static = page.reveal_html(rule, measured) if page.enabled() else ""
     if number not in _PREDICTIONS:
         return Verdict(number, "todo", f"the cell measured {_show(measured)}; you had not recorded a prediction "
-                                       f"(check.predict({number!r}, ...) above).", kind="Prediction")
+                                       f"(check.predict({number!r}, ...) above).", kind="Prediction", page=static)
     guess = _PREDICTIONS[number]
-    if _same(guess, measured, rel):
+    if rule.same(guess, measured):
         return Verdict(number, "right", f"you predicted {_show(guess)}; the cell measured {_show(measured)}.",
-                       kind="Prediction")
+                       kind="Prediction", page=static)
     return Verdict(number, "wrong", f"you predicted {_show(guess)}; the cell measured {_show(measured)}.",
-                   "the text after this cell explains the difference.", kind="Prediction")
+                   "the text after this cell explains the difference.", kind="Prediction", page=static)
 
 
 def _show(value) -> str:
@@ -268,25 +311,6 @@ def _show(value) -> str:
     if hasattr(value, "tolist") and getattr(value, "ndim", 1) == 0:
         return _show(value.tolist())
     return repr(tuple(value)) if type(value).__name__ == "Size" else repr(value)
-
-
-def _same(guess, measured, rel: float) -> bool:
-    if hasattr(measured, "tolist") and not isinstance(measured, (list, tuple)):
-        measured = measured.tolist()
-    if hasattr(guess, "tolist") and not isinstance(guess, (list, tuple)):
-        guess = guess.tolist()
-    if isinstance(guess, str) or isinstance(measured, str):
-        return str(guess).strip().lower() == str(measured).strip().lower()
-    if isinstance(guess, (list, tuple)) or isinstance(measured, (list, tuple)):
-        try:
-            return len(guess) == len(measured) and all(_same(g, m, rel) for g, m in zip(guess, measured))
-        except TypeError:
-            return False
-    try:
-        g, m = float(guess), float(measured)
-    except (TypeError, ValueError):
-        return guess == measured
-    return abs(g - m) <= rel * abs(m) if m else abs(g) <= 1e-12
 
 
 def as_bool(verdict):
@@ -302,6 +326,7 @@ def as_bool(verdict):
 
 def one_of(answer, choices: tuple[str, ...], name: str) -> str:
     """The answer as one of ``choices`` (case and surrounding spaces ignored), or :class:`Wrong` listing them."""
+    _traced(answer, name, page.choice_rule(name, choices) if _TRACE is not None else {})
     if not isinstance(answer, str) or answer.strip().lower() not in choices:
         raise Wrong(f"{name} should be one of {', '.join(map(repr, choices))}, got {answer!r}.")
     return answer.strip().lower()

@@ -1,0 +1,197 @@
+"""The predictions and exercise checks on the static site: what the build writes into the page for them.
+
+The book's build executes every chapter with ``TRANSFORMER_LITE_STATIC=1`` (:func:`..interactive.static_mode`). Then
+
+* a predict cell's output carries a field for the guess (a number or one of the choices) and a "Record" button;
+* a reveal cell's output carries what the build measured, with the prediction's rule (predictions.py), and a
+  "Reveal" button: the page compares the recorded guess as :func:`check.reveal` does, with its verdict;
+* an exercise's check cell carries the names of its answers and the cell's id, and the solution's check (which the
+  build runs with the right answers) carries, for an exercise whose every answer is a number, a choice or numbers
+  of a given shape, what each answer was compared with and how (:func:`check.number`, :func:`check.close`,
+  :func:`check.one_of` record it while the solution's check runs). The page then checks the reader's answers the
+  same way; for an exercise whose answer is code, it says so and links to the cell in Colab.
+
+tools/sphinx_ext/static/tl-check.js brings these to life. Every text it shows comes from here, in the package's
+language (its catalog, locale/zh_CN.po), beside each field (:func:`texts`). Without JavaScript the outputs read as in
+Jupyter. Nothing here is shown in Jupyter or Colab, where the cells run.
+"""
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import math
+
+from ..i18n import N_, tr, translate_message
+
+__all__ = ["enabled", "predict_html", "reveal_html", "exercise_html", "exercise_key_html", "texts", "JS_TEXTS"]
+
+_ids = itertools.count(1)
+
+# The page's own texts (tl-check.js looks each one up by its English; {fields} are filled there).
+JS_TEXTS = (
+    N_("Your prediction"),
+    N_("choose"),
+    N_("Record"),
+    N_("Reveal what the build measured"),
+    N_("Check"),
+    N_("no prediction yet: write it here and press Record, then read on."),
+    N_("recorded: you predict {guess}. Read on; the button after the experiment reveals what the build measured."),
+    N_("press the button to compare your prediction with what the build measured."),
+    N_("the build measured {measured}; you had not recorded a prediction (the field above, before the experiment)."),
+    N_("not answered yet: write your answer here and press Check."),
+    N_("not answered yet: this check runs your code, which needs Python. Open this cell in Colab, or run the "
+       "chapter in Jupyter."),
+    N_("Open this cell in Colab"),
+    N_("a number"),
+    N_("numbers, e.g. [0.1, 0.2]"),
+)
+
+
+def enabled() -> bool:
+    """True in the book's build, which writes the static site (``TRANSFORMER_LITE_STATIC=1``)."""
+    from ..interactive import static_mode
+
+    return static_mode()
+
+
+def _json_attr(value) -> str:
+    return html.escape(json.dumps(value, ensure_ascii=False), quote=True)
+
+
+def _message(template: str) -> str:
+    """A check's English message with ``{fields}`` left in place, in the package's language: the catalog's template
+    for it, its values (the fields) kept as they are, for the page to fill in."""
+    return translate_message(template)
+
+
+def texts() -> str:
+    """The page's texts as a JSON script (with every field and button: a page reads the first one it finds)."""
+    table = {english: tr(english) for english in JS_TEXTS}
+    table.update({
+        "Prediction {number}: {message}": tr("Prediction {number}: {message}"),
+        "Exercise {number}: {message}": tr("Exercise {number}: {message}"),
+        "Hint: {hint}": tr("Hint: {hint}"),
+        # check.reveal's own messages, as templates ({guess}, {measured}: filled in by the page)
+        "you predicted {guess}; the cell measured {measured}.":
+            # i18n: data (check.reveal's message, with fields for the page)
+            _message("you predicted {guess}; the cell measured {measured}."),
+        "the text after this cell explains the difference.":
+            # i18n: data (check.reveal's hint)
+            _message("the text after this cell explains the difference."),
+    })
+    data = json.dumps(table, ensure_ascii=False).replace("<", "\\u003c")
+    return f'<script type="application/json" class="tl-check-text">{data}</script>'  # i18n: data (HTML)
+
+
+def predict_html(prediction) -> str:
+    """The predict cell's field and button (hidden until tl-check.js shows them)."""
+    from . import _show
+
+    n = next(_ids)
+    field_id = f"tl-predict-{prediction.number}-{n}".replace(".", "-")
+    label = html.escape(tr("Your prediction"))
+    if prediction.kind == "choice":
+        options = "".join(f'<option value="{html.escape(c)}">{html.escape(_show(c))}</option>' for c in prediction.choices)  # i18n: data (HTML)
+        field = (f'<select id="{field_id}" class="tl-ask-field"><option value="">{html.escape(tr("choose"))}</option>'  # i18n: data (HTML)
+                 f'{options}</select>')
+    else:
+        field = (f'<input id="{field_id}" class="tl-ask-field" type="text" inputmode="decimal" autocomplete="off" '  # i18n: data (HTML)
+                 f'spellcheck="false" size="10">')
+    return (f'<div class="tl-ask tl-ask-predict" hidden data-tl-number="{html.escape(prediction.number)}" '  # i18n: data (HTML)
+            f'data-tl-rule="{_json_attr(prediction.page())}" data-tl-ask="{_json_attr(translate_message(prediction.ask()))}" '
+            f'data-tl-said="{_json_attr(translate_message(prediction.rule()))}">'
+            f'<label for="{field_id}">{label} {html.escape(prediction.number)}</label> {field} '
+            f'<button type="button" class="tl-ask-go">{html.escape(tr("Record"))}</button></div>{texts()}')
+
+
+def reveal_html(prediction, measured) -> str:
+    """The reveal cell's button, with what the build measured (hidden until the reader asks)."""
+    from . import _show
+
+    if hasattr(measured, "tolist") and getattr(measured, "ndim", 1) == 0:
+        measured = measured.tolist()
+    value = (measured.strip().lower() if isinstance(measured, str) else
+             float(measured) if isinstance(measured, (int, float)) and not isinstance(measured, bool) else None)
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        raise TypeError(f"measured should be a finite number or a str for prediction {prediction.number}, "
+                        f"got {measured!r}")
+    data = dict(prediction.page(), measured=value, shown=_show(measured))
+    return (f'<div class="tl-ask tl-ask-reveal" hidden data-tl-number="{html.escape(prediction.number)}" '  # i18n: data (HTML)
+            f'data-tl-measured="{_json_attr(data)}">'
+            f'<button type="button" class="tl-ask-go">{html.escape(tr("Reveal what the build measured"))}</button>'
+            f'</div>{texts()}')
+
+
+def exercise_html(number: str, answers: list[str]) -> str:
+    """An exercise's check cell, not answered (the build): its answers' names and the cell to open in Colab."""
+    cell = "ex-" + number.replace(".", "-") + "-answer"  # the notebooks' id of the exercise's answer cell
+    return (f'<div class="tl-ask tl-ask-exercise" hidden data-tl-exercise="{html.escape(number)}" '  # i18n: data (HTML)
+            f'data-tl-answers="{_json_attr(answers)}" data-tl-cell="{html.escape(cell)}"></div>{texts()}')
+
+
+def exercise_key_html(number: str, message: str, answers: list[dict]) -> str:
+    """What the solution's check compared each answer with (no visible text): the page checks the same way."""
+    data = {"message": translate_message(message), "answers": answers}
+    return (f'<div class="tl-exercise-key" hidden data-tl-exercise="{html.escape(number)}" '  # i18n: data (HTML)
+            f'data-tl-key="{_json_attr(data)}"></div>')
+
+
+def answer_rules(function, answers: tuple, trace: list[dict]) -> list[dict] | None:
+    """How the check compared each of ``answers`` (from ``trace``, what :func:`check.number`, :func:`check.close`
+    and :func:`check.one_of` recorded), as data for the page; None when an answer is code or was compared some other
+    way (then only Python can check it)."""
+    import inspect
+
+    names = list(inspect.signature(function).parameters)[:len(answers)]
+    out = []
+    for name, answer in zip(names, answers):
+        if callable(answer):
+            return None
+        entries = [entry for entry in trace if entry["answer"] is answer]
+        if sum(other is answer for other in answers) > 1:  # one object given for two answers (5.0, 5.0)
+            entries = [entry for entry in entries if entry["name"].split("(")[0].strip() == name]
+        rules = [dict(entry["rule"]) for entry in entries]
+        if not rules:
+            return None
+        for rule in rules:
+            if rule["kind"] == "choice":
+                if not isinstance(answer, str):
+                    return None
+                rule["expected"] = answer.strip().lower()
+        out.append({"name": name, "rules": rules})
+    return out
+
+
+def number_rule(name: str, expected: float, rel: float, abs_: float, hint: str | None) -> dict:
+    from . import _show  # noqa: F401 (the page formats as check.number does: {value:g})
+
+    return {"kind": "number", "expected": float(expected), "rel": float(rel), "abs": float(abs_),
+            # i18n: data (a check's message, with a field for the page)
+            "wrong": _message(f"{name} = {{value}} is not right."), "hint": _hint(hint),
+            # i18n: data (a check's message, with a field for the page)
+            "not_number": _message(f"{name} should be a number, got {{type}}.")}
+
+
+def close_rule(name: str, expected, atol: float, rtol: float, hint: str | None) -> dict:
+    shape = tuple(expected.shape)
+    return {"kind": "tensor", "expected": expected.double().flatten().tolist(), "shape": list(shape),
+            "atol": float(atol), "rtol": float(rtol),
+            # i18n: data (a check's message, with a field for the page)
+            "wrong": _message(f"{name} is not right: the largest difference from the expected values is {{diff}}."),
+            # i18n: data (a check's message, with a field for the page)
+            "bad_shape": _message(f"{name} should have shape {shape}, got {{shape}}."),
+            # i18n: data (a check's message, with a field for the page)
+            "not_tensor": _message(f"{name} should be a tensor, got {{type}}."), "hint": _hint(hint)}
+
+
+def choice_rule(name: str, choices) -> dict:
+    return {"kind": "choice", "choices": list(choices),
+            # i18n: data (a check's message, with a field for the page)
+            "not_choice": _message(f"{name} should be one of {', '.join(map(repr, choices))}, got {{got}}."),
+            # i18n: data (a check's message, with a field for the page)
+            "wrong": _message(f"{name} = {{value}} is not right."), "hint": None}
+
+
+def _hint(hint: str | None) -> str | None:
+    return translate_message(hint) if hint else None
