@@ -389,6 +389,12 @@ def drop_jupyter_anchors(app, doctree) -> None:
             node.parent.remove(node)
 
 
+def predictions_and_checks(app) -> None:
+    """The predictions and exercise checks answer on the page (static/tl-check.js reads what
+    transformer_lite/book/check/page.py wrote into the build's outputs): deferred, it runs when the page is parsed."""
+    app.add_js_file("tl-check.js", loading_method="defer")
+
+
 def setup(app):
     from myst_nb.sphinx_ import HideCodeCellNode
 
@@ -399,6 +405,7 @@ def setup(app):
                  latex=(_skip, _skip), text=(_skip, _skip), man=(_skip, _skip), texinfo=(_skip, _skip))
     app.add_js_file("tl-deep-dive.js", loading_method="defer")
     app.add_js_file("tl-lazy.js", loading_method="defer")
+    predictions_and_checks(app)
     # sections laid out a few at a time (static/tl-lazy.js, tl-book.css); in the head, before the body is laid out
     app.add_js_file(None, body='document.documentElement.classList.add("tl-cv");', priority=200)
     app.connect("doctree-read", translate_toctree_captions)
