@@ -292,6 +292,8 @@ def test_shipped_translator_heads_point_at_the_source_of_the_next_word():
         c_both.update((z, e) for z in Z for e in E)
     source_of = {z: max(c_en, key=lambda e: 2 * c_both[z, e] / (c_zh[z] + c_en[e])) for z in c_zh}
     assert source_of["明天"] == "will" and source_of["今天"] == "today"
+    # the slips the chapter names: 在 comes with "at the"/"in the", and 吃 gets one English form, "eat"
+    assert source_of["在"] == "the" and source_of["吃"] == "eat"
     src, tgt = data.test_src, data.test_tgt
     cross = model.attention_maps(src, tgt[:, :-1]).cross[-1]  # (N, H, T, S)
     pairs = ((tgt[:, 1:] != PAD) & (tgt[:, 1:] != EOS)).nonzero().tolist()
@@ -303,3 +305,12 @@ def test_shipped_translator_heads_point_at_the_source_of_the_next_word():
         nxt = sum(picked[n][t] == src_next[n][t] for n, t in pairs) / len(pairs)
         cur = sum(picked[n][t] == src_here[n][t] for n, t in pairs) / len(pairs)
         assert nxt > 3 * cur and nxt > 0.5, (h, nxt, cur)  # measured: 0.62-0.76 against 0.05-0.09
+
+
+def test_shipped_translator_does_not_tie_and_its_vocabularies_differ():
+    # the chapter says so right after the section on tying, where the model prints "tied output layer: False"
+    from transformer_lite.book.pretrained import tiny_translator
+
+    model, _, _ = tiny_translator(progress=False)
+    assert model.config.tie_embeddings is False and not model.config.share_embeddings
+    assert model.config.src_vocab_size != model.config.tgt_vocab_size
