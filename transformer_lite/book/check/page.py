@@ -12,7 +12,7 @@ The book's build executes every chapter with ``TRANSFORMER_LITE_STATIC=1`` (:fun
   same way; for an exercise whose answer is code, it says so and links to the cell in Colab.
 
 tools/sphinx_ext/static/tl-check.js brings these to life. Every text it shows comes from here, in the package's
-language (its catalog, locale/zh_CN.po), beside each field (:func:`texts`). Without JavaScript the outputs read as in
+language (its catalog, locale/zh_CN.po), written once with the prediction's field (:func:`texts`). Without JavaScript the outputs read as in
 Jupyter. Nothing here is shown in Jupyter or Colab, where the cells run.
 """
 from __future__ import annotations
@@ -66,7 +66,8 @@ def _message(template: str) -> str:
 
 
 def texts() -> str:
-    """The page's texts as a JSON script (with every field and button: a page reads the first one it finds)."""
+    """The page's texts as a JSON script, written with the prediction's field (every chapter asks for one) and read
+    by tl-check.js for every field and button of the page."""
     table = {english: tr(english) for english in JS_TEXTS}
     table.update({
         "Prediction {number}: {message}": tr("Prediction {number}: {message}"),
@@ -120,14 +121,14 @@ def reveal_html(prediction, measured) -> str:
     return (f'<div class="tl-ask tl-ask-reveal" hidden data-tl-number="{html.escape(prediction.number)}" '  # i18n: data (HTML)
             f'data-tl-measured="{_json_attr(data)}">'
             f'<button type="button" class="tl-ask-go">{html.escape(tr("Reveal what the build measured"))}</button>'
-            f'</div>{texts()}')
+            '</div>')
 
 
 def exercise_html(number: str, answers: list[str]) -> str:
     """An exercise's check cell, not answered (the build): its answers' names and the cell to open in Colab."""
     cell = "ex-" + number.replace(".", "-") + "-answer"  # the notebooks' id of the exercise's answer cell
     return (f'<div class="tl-ask tl-ask-exercise" hidden data-tl-exercise="{html.escape(number)}" '  # i18n: data (HTML)
-            f'data-tl-answers="{_json_attr(answers)}" data-tl-cell="{html.escape(cell)}"></div>{texts()}')
+            f'data-tl-answers="{_json_attr(answers)}" data-tl-cell="{html.escape(cell)}"></div>')
 
 
 def exercise_key_html(number: str, message: str, answers: list[dict]) -> str:
