@@ -195,6 +195,47 @@ def test_a_page_that_mixes_unit_styles_is_reported():
     assert i18n.unit_problems("notebooks/14_x", [mixed[0]], NO_RULES) == []  # one style alone is consistent
 
 
+
+@pytest.mark.parametrize("rule, bad, good", [
+    ("ellipsis", "正在加载模型…", "正在加载模型……"),
+    ("ellipsis", "复制进来（`w`，…）再比较。", "复制进来（`w`，……）再比较。"),
+    ("dash", "{cite}`rush2018` — 逐行讲解论文。", "{cite}`rush2018`——逐行讲解论文。"),
+    ("dash", "在“指令—答案”对上微调。", "在“指令——答案”对上微调。"),
+])
+def test_a_lone_ellipsis_or_dash_is_enforced_or_reported_as_report_only_says(rule, bad, good):
+    found = i18n.style_problems("transformer_lite", "English.", bad, NO_RULES)  # the package's catalog: enforced
+    assert any(p.startswith(rule + ":") for p in found) and "write" in found[0], found
+    assert i18n.style_problems("transformer_lite", "English.", good, NO_RULES) == []
+    on_chapter = i18n.style_problems("notebooks/x", "English.", bad, NO_RULES)
+    reported = i18n.style_problems("notebooks/x", "English.", bad, NO_RULES, report=True)
+    if i18n.report_only(rule, "notebooks/x"):  # reported while the chapters are corrected, not failing
+        assert not any(p.startswith(rule) for p in on_chapter) and any(p.startswith(rule + ":") for p in reported)
+    else:
+        assert any(p.startswith(rule + ":") for p in on_chapter) and reported == []
+    assert i18n.style_problems("notebooks/x", "1, 2, ..., 5", "依次为 1, 2, …, 5。", NO_RULES, report=True) == []
+
+
+def test_a_chinese_figure_strings_thousands_separator_and_latin_units_are_caught():
+    assert i18n.figure_number_problems("(b) 词元数，{n:,} 个参数")
+    assert i18n.figure_number_problems("(a) 规模，每次约 {t / 1e3:.0f}k 个词元")
+    assert i18n.figure_number_problems("基础模型的 {total / 1e6:.1f} M 个参数")
+    assert i18n.figure_number_problems("(b) 词元数，{n} 个参数") == []
+    assert i18n.figure_number_problems("(a) 规模，每次约 {t / 1e4:.0f} 万个词元") == []
+    assert i18n.figure_number_problems("Llama 2 7B 的 KV 缓存，{d[0]:.2f} GiB，{x:.0%}") == []
+    assert i18n.figure_number_problems("(b) tokens, {n:,} parameters") == []  # the English keeps its own style
+
+
+def test_a_term_a_chapter_introduces_without_its_english_is_reported():
+    messages = [("Label smoothing", "标签平滑"), ("**Label smoothing** softens the target.", "**标签平滑**使目标变软。"),
+                ("A **near miss** is almost right.", "**近似正确**的译文几乎是对的。"),
+                ("It is **very good**.", "它**非常好**。")]  # emphasis, not a term
+    found = i18n.first_use_problems("notebooks/10_training", messages, NO_RULES)  # the glossary's chapter for it
+    assert len(found) == 2 and "'label smoothing'" in found[0] and "'near miss'" in found[1], found
+    glossed = [(m, z.replace("使", "（label smoothing）使").replace("**近似正确**", "**近似正确**（near miss）"))
+               for m, z in messages]
+    assert i18n.first_use_problems("notebooks/10_training", glossed, NO_RULES) == []
+    assert i18n.first_use_problems("notebooks/03_self_attention", messages[:2], NO_RULES) == []  # taught elsewhere
+
 FORBIDDEN = {"forbidden": [
     {"term": "stack", "never": ["栈"], "use": "堆叠", "unless_english": ["data structure"]},
     {"term": "mask (the verb)", "never": ["屏蔽", "遮挡", "掩蔽"], "use": "遮蔽"},

@@ -8,7 +8,8 @@
     python tools/i18n.py code-update  # the code catalogs alone (no Sphinx run: about 2 s)
     python tools/i18n.py check     # extract, then list every message, prose or code, that is missing, untranslated,
                                    # fuzzy, malformed, against locales/zh_CN/STYLE.md's punctuation and units, or not
-                                   # in terminology.yml's terms (exit 1 if any)
+                                   # in terminology.yml's terms (exit 1 if any); then, as "report: ...", what the
+                                   # rules of REPORT_ONLY find on the pages where they do not fail yet
     python tools/i18n.py fix [PAGE...] # STYLE.md's mechanical fixes in the catalogs (fix_style); check lists the rest
     python tools/i18n.py notebooks # write notebooks/zh/*.ipynb: the notebooks with their markdown in Chinese, their
                                    # code's comments and figure strings in Chinese, `setup(..., language="zh")`
@@ -197,6 +198,31 @@ def check(pot_dir: Path = POT, catalogs: Path = CATALOGS, rules: Path | None = N
             problems += [f"{page}: {p}: {entry.msgid[:100]!r}" for p in found]
         problems += [f"{page}: {p}" for p in unit_problems(page, done, config)]
     return problems
+
+
+def reports(pot_dir: Path = POT, catalogs: Path = CATALOGS, code_catalogs: Path | None = None) -> list[str]:
+    """What ``check`` prints without failing (REPORT_ONLY): the findings of the rules that only report on a page,
+    and (first_use_problems) a chapter's terms whose English the Chinese does not give at their first use."""
+    import polib
+
+    out, rules = [], load_rules()
+    for page, pot in pages(pot_dir).items():
+        po_path = catalogs / f"{page}.po"
+        if not po_path.exists():
+            continue
+        po = {e.msgid: e for e in polib.pofile(str(po_path)) if not e.obsolete and e.msgstr and "fuzzy" not in e.flags}
+        done = [(e.msgid, e.msgstr) for e in (po.get(x.msgid) for x in polib.pofile(str(pot))) if e is not None]
+        found = [p for msgid, msgstr in done for p in style_problems(page, msgid, msgstr, rules, report=True)]
+        if report_only("first-use English", page):
+            found += first_use_problems(page, done, rules)
+        out += [f"{page}: {p}" for p in found]
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        path, page = code_catalog_path(notebook, code_catalogs or CODE_CATALOGS), f"code/{notebook.stem}"
+        if path.exists():
+            out += [f"{page} [{e.msgctxt}]: {p}: {e.msgid[:100]!r}" for e in polib.pofile(str(path))
+                    if not e.obsolete and e.msgstr and "fuzzy" not in e.flags
+                    for p in code_style_problems(page, e.msgid, e.msgstr, rules, report=True, context=e.msgctxt)]
+    return out
 
 
 def translated(msgid: str, page: str = "book/intro") -> str:
@@ -445,7 +471,27 @@ STYLE_RULES = {  # name: (pattern, what is wrong and what to write instead)
                           "(B, S, D) keeps its ASCII parentheses, with a space before it)"),
     "exercise title": (re.compile(r"练习\s*[0-9A-Z]+\.\d+\s*(?:[—–-]+|:)"),
                        "an exercise title with a dash or ASCII colon: write 练习 3.1：标题 (full-width colon)"),
+    # a lone … against a Chinese character or full-width punctuation; a sequence in notation (1, 2, …, 5) keeps it
+    "ellipsis": (re.compile(f"(?<=[\u3400-\u9fff{_STOPS}”])…(?!…)|(?<!…)…(?={_H})"),
+                 "a single … in Chinese text: write …… (two U+2026); a sequence in notation, 1, 2, …, 5, keeps one"),
+    # a lone — (a dash is two U+2014), and a reference list's `{cite}` — … (a role is a HOLE here)
+    "dash": (re.compile(f"(?<!—)—(?!—)|(?<={HOLE})[ \u00a0]+——"),
+             "a single — or a space before ——: write —— (two U+2014), `{cite}`——… in a reference list "
+             "(as appendices A and C), “指令——答案” between two nouns"),
 }
+# Rules that `check` only reports on some pages, while the chapters they still flag are being corrected: there
+# their findings are printed after the problems, as "report: ...", and neither the exit status nor
+# tests/test_i18n.py counts them; on every other page (the package's catalog among them) they are enforced.
+# {rule: the page prefixes where it only reports}. A rule leaves this table once it reports nothing.
+REPORT_ONLY = {"ellipsis": ("notebooks/",), "dash": ("notebooks/",), "figure numbers": ("code/",),
+               "first-use English": ("notebooks/",)}
+
+
+def report_only(rule: str, page: str) -> bool:
+    """Whether ``rule`` only reports on ``page`` (REPORT_ONLY)."""
+    return page.startswith(REPORT_ONLY.get(rule, ("\0",)))
+
+
 # Counts written with Chinese units (1.1 亿, 6300 万) or with Latin ones (110M, 1.5B): one style per page. A model's
 # name keeps its size (Llama 2 7B, Qwen2.5-0.5B): MODEL_NAME is removed first.
 UNITS_ZH = re.compile(r"\d+(?:\.\d+)?\s*[亿万](?!一)")
@@ -454,7 +500,7 @@ MODEL_NAME = re.compile(r"[A-Za-z][\w.]*(?:[ -]\d[\d.]*)?[ -]\d+(?:\.\d+)?[MB](?
 
 
 # every rule a terminology.yml exception may name under `rule:`
-RULE_NAMES = (*STYLE_RULES, "exercise instructions", "formula text", "units")
+RULE_NAMES = (*STYLE_RULES, "exercise instructions", "formula text", "units", "figure numbers", "first-use English")
 # \text{…} in a display formula (its own message): words are translated (\text{因果掩码}), labels are not
 FORMULA_TEXT = re.compile(r"\\text\{([^{}]*)\}")
 
@@ -479,10 +525,17 @@ def _style_text(text: str) -> str:
     return re.sub(r"https?://\S+", HOLE, LINK.sub("]" + HOLE, text))
 
 
-def style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None) -> list[str]:
+def style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None, report: bool = False) -> list[str]:
     """What one translation does against STYLE.md's punctuation rules (STYLE_RULES), each with the text found and
-    what to write instead; a message listed in terminology.yml's ``exceptions`` under ``rule`` is excused."""
+    what to write instead; a message listed in terminology.yml's ``exceptions`` under ``rule`` is excused. The
+    rules that only report on ``page`` (REPORT_ONLY) are left out, or with ``report``, they alone are applied."""
     rules = load_rules() if rules is None else rules
+    if report:
+        if not HAN.search(msgstr) or is_display_math(msgid):
+            return []
+        text = _style_text(msgstr)
+        return [_style_finding(name, rx, advice, text) for name, (rx, advice) in STYLE_RULES.items()
+                if report_only(name, page) and rx.search(text) and not excused(rules, page, msgid, "rule", name)]
     if is_display_math(msgid):  # a formula: its words in \text{…} are translated, its symbols are not
         words = [t for t in FORMULA_TEXT.findall(msgstr) if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", t)]
         if words and not excused(rules, page, msgid, "rule", "formula text"):
@@ -498,15 +551,87 @@ def style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None
         return []
     text, out = _style_text(msgstr), []
     for name, (rx, advice) in STYLE_RULES.items():
-        found = [m.group(0) for m in rx.finditer(text)]
-        if found and not excused(rules, page, msgid, "rule", name):
-            shown = ", ".join(repr(text[max(0, m.start() - 6):m.end() + 6].replace(HOLE, "…"))
-                              for m in list(rx.finditer(text))[:3])
-            out.append(f"{name}: {advice}; found {shown}")
+        if rx.search(text) and not report_only(name, page) and not excused(rules, page, msgid, "rule", name):
+            out.append(_style_finding(name, rx, advice, text))
     wording = exercise_instructions(msgid)
     if wording and not msgstr.startswith(wording) and not excused(rules, page, msgid, "rule", "exercise instructions"):
         out.append(f"exercise instructions: not the one wording; write {wording!r} (then any sentences of this page)")
     return out
+
+
+def _style_finding(name: str, rx: re.Pattern, advice: str, text: str) -> str:
+    shown = ", ".join(repr(text[max(0, m.start() - 6):m.end() + 6].replace(HOLE, "…"))
+                      for m in list(rx.finditer(text))[:3])
+    return f"{name}: {advice}; found {shown}"
+
+
+def taught_in() -> dict[str, set[str]]:
+    """{glossary term: the stems of the chapters its "taught in" cell links to}, e.g. "label smoothing" ->
+    {"10_training"}."""
+    out = {}
+    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
+        if m := re.match(r"\| \*\*(.+?)\*\* \|.*\|([^|]*)\|\s*$", line):
+            out[m.group(1)] = set(re.findall(r"notebooks/([\w-]+)\.ipynb", m.group(2)))
+    return out
+
+
+# A bold phrase of the English taken as a term the chapter introduces (**intervention**, **near miss**): lower-case
+# words, one of 8 letters or more, or two to four that do not start as emphasis does (**very first step**)
+BOLD_TERM = re.compile(r"(?:[a-z][a-z-]{7,}|[a-z][a-z-]+(?: [a-z][a-z-]+){1,3})")
+EMPHASIS = {"very", "not", "only", "all", "every", "no", "one", "two", "the", "a", "an", "your", "half", "small",
+            "too", "more", "less", "same", "each", "any", "without", "with", "both", "never", "always", "much"}
+
+
+def first_use_problems(page: str, messages: list[tuple[str, str]], rules: dict | None = None) -> list[str]:
+    """STYLE.md §2 on one chapter (``messages``: its (msgid, msgstr) pairs): a term the chapter introduces whose
+    English its Chinese never gives, as **标签平滑**（label smoothing） does. Where the gloss stands is left to
+    the translator (a title or a list of what the chapter teaches may come first); that it is missing is
+    reported. The terms a chapter introduces: the glossary's terms that link to it in their "taught in" column,
+    and the phrases its English sets in bold (BOLD_TERM). A term whose Chinese carries its English already
+    (KV 缓存) or an abbreviation terminology.yml accepts (RNN, LayerNorm) counts as given."""
+    rules = load_rules() if rules is None else rules
+    aliases, stem = rules.get("aliases") or {}, page.rsplit("/", 1)[-1]
+    taught = taught_in()
+    terms = [(en, ens, zhs + [a for a in aliases.get(en) or [] if re.search(r"[A-Za-z]{2}", a)])
+             for en, ens, zhs in glossary_terms() if stem in taught.get(en, ())]
+    known = {x.lower() for _, ens, _ in glossary_terms() for x in ens}
+    given, told, out = " ".join(_prose(msgstr) for _, msgstr in messages).lower(), set(), []
+    for msgid, msgstr in messages:
+        if is_display_math(msgid):
+            continue
+        english = re.sub(r"`[^`]*`|\$[^$]*\$|\]\([^)]*\)|\{[a-z:]+\}`[^`]*`", " ", msgid)
+        bold = [(b, [b], []) for b in re.findall(r"\*\*([^*]+)\*\*", english)
+                if BOLD_TERM.fullmatch(b) and b.split()[0] not in EMPHASIS and b.lower() not in known]
+        for term, ens, zhs in terms + bold:
+            if term in told or not any(re.search(r"(?<![\w-])" + re.escape(x) + r"(?:s|es)?(?![\w-])", english, re.I)
+                                       for x in ens):
+                continue
+            told.add(term)
+            if any(x.lower() in given for x in ens) or any(re.search(r"[A-Za-z]{2}", z) and z.lower() in given
+                                                          for z in zhs):
+                continue
+            if excused(rules, page, msgid, "rule", "first-use English"):
+                continue
+            shown = ens[0] if not ens[0][:1].isupper() or ens[0][1:2].isupper() else ens[0].lower()
+            out.append(f"first-use English: the chapter never gives the English of {term!r}: write 中文（{shown}）at "
+                       f"its first use, here: {msgid[:60]!r}")
+    return out
+
+
+def figure_number_problems(msgstr: str) -> list[str]:
+    """STYLE.md §5 in a Chinese figure string (msgctxt "figure"): a format field with a thousands separator
+    ({n:,} shows 25,472) and a Latin unit after a number or field ({x / 1e3:.0f}k, 63.0 M) instead of 万 / 亿. Their
+    fields are the English string's, so the fix starts in the English notebook (a field without `,`; a count
+    computed in units of 1e4)."""
+    if not HAN.search(msgstr):
+        return []
+    found = [f for f in format_fields(msgstr) if re.search(r"[,_]", f.rsplit(":", 1)[-1]) and ":" in f
+             and not re.search(r"[\]\)'\"]", f.rsplit(":", 1)[-1])]
+    found += [m.group(0) for m in re.finditer(r"(?:\}|\d)[ ]?[kKMB](?![\w-])", MODEL_NAME.sub(HOLE, msgstr))]
+    if not found:
+        return []
+    return [f"figure numbers: a thousands separator or a k / M / B unit in a Chinese figure string: write 25472 "
+            f"(a field without `,`) and 万 / 亿 (约 {{n / 1e4:.0f}} 万个词元); found {found[:3]}"]
 
 
 def unit_problems(page: str, messages: list[tuple[str, str]], rules: dict | None = None) -> list[str]:
@@ -1286,7 +1411,8 @@ def code_message_problems(context: str, msgid: str, msgstr: str, fuzzy: bool = F
     return out
 
 
-def code_style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None) -> list[str]:
+def code_style_problems(page: str, msgid: str, msgstr: str, rules: dict | None = None, report: bool = False,
+                        context: str = "") -> list[str]:
     """STYLE.md's punctuation rules for a comment or figure string, where code notation is at home: a string
     literal quoted as in the English ("batch", a value the reader types) keeps its ASCII quotes, and tuples, calls
     and formulas keep their ASCII commas and parentheses ((层, 头) -> ..., P(下一个词元 | 源句子)): the rule
@@ -1294,7 +1420,12 @@ def code_style_problems(page: str, msgid: str, msgstr: str, rules: dict | None =
     full-width punctuation, 15%, ...)."""
     literals = set(re.findall(r'"[^"\n]*"', msgid))
     masked = re.sub(r'"[^"\n]*"', lambda m: HOLE if m.group(0) in literals else m.group(0), msgstr)
-    return [p for p in style_problems(page, msgid, masked, rules) if not p.startswith("ASCII punctuation:")]
+    out = [p for p in style_problems(page, msgid, masked, rules, report) if not p.startswith("ASCII punctuation:")]
+    rules = load_rules() if rules is None else rules
+    if context == "figure" and report_only("figure numbers", page) == report and \
+            not excused(rules, page, msgid, "rule", "figure numbers"):
+        out += figure_number_problems(msgstr)
+    return out
 
 
 def code_check(notebooks: list[Path] | None = None, catalogs: Path = CODE_CATALOGS) -> list[str]:
@@ -1317,7 +1448,7 @@ def code_check(notebooks: list[Path] | None = None, catalogs: Path = CODE_CATALO
             found = ["missing: a new or changed comment or figure string"] if have is None else \
                 code_message_problems(e.msgctxt, e.msgid, have.msgstr, "fuzzy" in have.flags)
             if have is not None and have.msgstr:  # STYLE.md's punctuation and terms, as in the prose catalogs
-                found += code_style_problems(page, e.msgid, have.msgstr, rules)
+                found += code_style_problems(page, e.msgid, have.msgstr, rules, context=e.msgctxt)
                 found += [p.split(": ", 1)[1] for p in forbidden_problems(page, e.msgid, have.msgstr, rules)]
             problems += [f"{page} [{e.msgctxt}]: {p}: {e.msgid[:100]!r}" for p in found]
     return problems
@@ -1379,9 +1510,13 @@ def main(argv=None) -> int:
         update(pot)
     if args.command == "check":
         problems = check(pot) + terminology_problems() + code_check()
+        found = reports(pot)
         for p in problems:
             print(p)
-        print(f"{len(problems)} problem(s) in {len(pages(pot))} pages")
+        for r in found:
+            print(f"report: {r}")
+        print(f"{len(problems)} problem(s) in {len(pages(pot))} pages; {len(found)} report(s) of rules that do not "
+              f"fail the check yet ({', '.join(REPORT_ONLY)}, on some pages: REPORT_ONLY in tools/i18n.py)")
         return 1 if problems else 0
     return 0
 
