@@ -262,7 +262,7 @@ def test_paired_bootstrap_fast_path_equals_rescoring_every_draw(metric):
 def test_paired_bootstrap_recomputes_the_corpus_score_on_each_draw():
     good, bad, refs = _bootstrap_corpora()
     rng = random.Random(5)  # the draws paired_bootstrap makes with seed=5
-    draws = [[rng.randrange(len(refs)) for _ in refs] for _ in range(20)]
+    draws = [rng.choices(range(len(refs)), k=len(refs)) for _ in range(20)]
     diffs = sorted(corpus_bleu([good[i] for i in d], [refs[i] for i in d]).score
                    - corpus_bleu([bad[i] for i in d], [refs[i] for i in d]).score for d in draws)
     result = paired_bootstrap(corpus_bleu, good, bad, refs, n=20, seed=5)

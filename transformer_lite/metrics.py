@@ -177,7 +177,8 @@ def paired_bootstrap(metric, hyps_a, hyps_b, refs, n: int = 1000, seed: int = 0)
 
     ``metric`` is a corpus score called as ``metric(candidates, references)``; it may return a number
     or a score with a ``.score`` (``corpus_bleu``, ``corpus_chrf``). For these two the per-sentence
-    counts are computed once and summed per draw: the same scores, far faster.
+    counts are computed once and summed per draw: the same scores, far faster. The draws come from
+    ``random.Random(seed).choices``, so a result is the same on every machine.
     """
     if not callable(metric):
         raise TypeError(f"metric must be a corpus score such as corpus_bleu, got {type(metric).__name__}")
@@ -193,27 +194,29 @@ def paired_bootstrap(metric, hyps_a, hyps_b, refs, n: int = 1000, seed: int = 0)
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     size = len(refs_a)
     rng = random.Random(seed)
-    draws = [[rng.randrange(size) for _ in range(size)] for _ in range(n)]
+    draws = [rng.choices(range(size), k=size) for _ in range(n)]  # sentence indices, with replacement
+    everything = list(range(size))
     if metric is corpus_bleu or metric is corpus_chrf:
+        import torch  # sums the per-sentence counts of all draws at once
+
         if metric is corpus_bleu:
             count, score = (lambda c, r: _bleu_counts(c, r, 4)), (lambda t: _bleu_from_counts(t, 4).score)
         else:
             count, score = (lambda c, r: _chrf_counts(c, r, 6)), (lambda t: _chrf_from_counts(t, 6, 2.0).score)
-        rows = {}
+        index = torch.tensor(draws + [everything])  # (n + 1, size): the draws, then the real test set
+        totals = {}
         for side, hyps in (("a", hyps_a), ("b", hyps_b)):
-            rows[side] = [count(c, r) for c, r in zip(hyps, refs_a)]
-
-        def scored(side, idx):
-            return score(_summed(rows[side][i] for i in idx))
+            counts = torch.tensor([count(c, r) for c, r in zip(hyps, refs_a)], dtype=torch.int64)  # (size, K)
+            totals[side] = counts[index].sum(dim=1).tolist()  # (n + 1, K) integer counts per test set
+        scores = {side: [score(t) for t in rows] for side, rows in totals.items()}
+        a, b = scores["a"][-1], scores["b"][-1]
+        diffs = sorted(x - y for x, y in zip(scores["a"][:-1], scores["b"][:-1]))
     else:
-        corpora = {"a": hyps_a, "b": hyps_b}
-
-        def scored(side, idx):
-            result = metric([corpora[side][i] for i in idx], [refs_a[i] for i in idx])
+        def scored(hyps, idx):
+            result = metric([hyps[i] for i in idx], [refs_a[i] for i in idx])
             return float(getattr(result, "score", result))
-    everything = range(size)
-    a, b = scored("a", everything), scored("b", everything)
-    diffs = sorted(scored("a", idx) - scored("b", idx) for idx in draws)
+        a, b = scored(hyps_a, everything), scored(hyps_b, everything)
+        diffs = sorted(scored(hyps_a, idx) - scored(hyps_b, idx) for idx in draws)
     return {"a": a, "b": b, "difference": a - b,
             "low": _percentile(diffs, 2.5), "high": _percentile(diffs, 97.5),
             "a_wins": sum(d > 0 for d in diffs) / n, "n": n, "seed": seed}
