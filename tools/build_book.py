@@ -18,7 +18,9 @@ Steps:
    drawing ipywidgets progress bars, which would be dead on the site. (tqdm's own switch,
    ``TQDM_DISABLE=1``, does not reach ``tqdm.auto`` in a kernel: see that file.)
 3. The chapters the execution cache lacks are executed first, two at a time (each chapter trains on one
-   thread, so two share the two cores), by tools/run_notebooks.py: each in a new kernel of the venv's
+   thread, so two share the two cores), both editions' chapters in one pool, the longest first (their last measured
+   running time, benchmarks/notebooks.json), so that neither core idles before the last one ends, by
+   tools/run_notebooks.py: each in a new kernel of the venv's
    Python, in a new EMPTY folder, with ``TRANSFORMER_LITE_CACHE`` an empty folder too. The kernels import
    ``transformer_lite`` as pip installed it into the venv (``make install`` installs a wheel, not ``-e .``);
    every kernel records where it imported the package from (tools/kernel_startup.py) and the build fails if
@@ -32,7 +34,7 @@ Steps:
    build if it did not take: no page > 2 MB, the site < 80 MB (two editions), no reference to another host left in a
    src/href that the browser would load, no ipywidgets output, the configured colour mode on every page.
 6. The Chinese edition (tools/i18n.py) is built into ``_build/html/zh/`` from its own execution: the Chinese
-   notebooks (notebooks/zh/: Chinese comments and figure strings, ``setup(language="zh")``) are executed as in
+   notebooks (notebooks/zh/: Chinese comments and figure strings, ``setup(language="zh")``) are executed in
    step 3, with ``TRANSFORMER_LITE_LANGUAGE=zh`` too, into their own cache (``_build/.jupyter_cache_zh``), so the
    checks' feedback, the figures (and their alt text) and the controls are Chinese. Each chapter page is built from
    the English notebook's markdown (the catalogs translate it: their msgids are the English paragraphs, and the
@@ -146,39 +148,64 @@ def write_translator(dest: Path) -> dict:
     return result
 
 
+def expected_seconds(path: Path, times: Path = ROOT / "benchmarks" / "notebooks.json") -> float:
+    """How long a chapter ran when it was last measured (benchmarks/notebooks.json, either edition: they compute the
+    same); a chapter without a figure counts as long, so that it starts early."""
+    try:
+        return float(json.loads(times.read_text(encoding="utf-8"))["seconds"][path.stem])
+    except (OSError, ValueError, KeyError):
+        return float("inf")
+
+
 def execute_into_cache(notebooks: list[Path], jobs: int = JOBS, timeout: int = 300, cache_dir: Path = CACHE,
                        extra_env: dict | None = None) -> list[str]:
     """Execute the notebooks that the execution cache ``cache_dir`` lacks, ``jobs`` at a time (step 3 of the
     module docstring), and cache them as Jupyter Book would. Returns the problems (a chapter that raised).
     ``extra_env`` is added to the kernels' environment (the Chinese pass: TRANSFORMER_LITE_LANGUAGE=zh and its
     own TRANSFORMER_LITE_IMPORT_LOG)."""
+    return execute_editions([(notebooks, cache_dir, extra_env or {})], jobs=jobs, timeout=timeout)
+
+
+def execute_editions(editions: list[tuple[list[Path], Path, dict]], jobs: int = JOBS, timeout: int = 300) -> list[str]:
+    """Execute, for each ``(notebooks, cache_dir, extra_env)``, the notebooks its execution cache lacks, and cache them
+    as Jupyter Book would. All editions share one pool of ``jobs`` kernels, the longest chapters first
+    (:func:`expected_seconds`): the two cores stay busy until the last chapter ends, instead of idling at the end of
+    each edition's pass. Returns the problems (a chapter that raised)."""
     import nbformat
     from concurrent.futures import ThreadPoolExecutor
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
-    cache = get_cache(str(cache_dir))
-    todo = []
-    for path in notebooks:
-        try:
-            cache.match_cache_notebook(nbformat.read(str(path), as_version=4))
-        except KeyError:
-            todo.append(path)
-    if not todo:
-        return []
-    env = dict(build_env(), **(extra_env or {}))
-    env["TRANSFORMER_LITE_CACHE"] = tempfile.mkdtemp(prefix="tl-build-cache-")  # nothing trained before
-    shutil.rmtree(env["TRANSFORMER_LITE_IMPORT_LOG"], ignore_errors=True)
-    Path(env["TRANSFORMER_LITE_IMPORT_LOG"]).mkdir(parents=True)
     out = Path(tempfile.mkdtemp(prefix="tl-executed-"))
-    log(f"executing {len(todo)} notebook(s), {jobs} at a time, each in a new empty folder")
+    tasks = []  # (notebook, its cache, its environment, the folder its executed copy goes to)
+    for i, (notebooks, cache_dir, extra_env) in enumerate(editions):
+        cache = get_cache(str(cache_dir))
+        todo = []
+        for path in notebooks:
+            try:
+                cache.match_cache_notebook(nbformat.read(str(path), as_version=4))
+            except KeyError:
+                todo.append(path)
+        if not todo:
+            continue
+        env = dict(build_env(), **extra_env)
+        env["TRANSFORMER_LITE_CACHE"] = tempfile.mkdtemp(prefix="tl-build-cache-")  # nothing trained before
+        shutil.rmtree(env["TRANSFORMER_LITE_IMPORT_LOG"], ignore_errors=True)
+        Path(env["TRANSFORMER_LITE_IMPORT_LOG"]).mkdir(parents=True)
+        (out / str(i)).mkdir()
+        tasks += [(path, cache, env, out / str(i)) for path in todo]
+    if not tasks:
+        return []
+    tasks.sort(key=lambda t: -expected_seconds(t[0]))
+    log(f"executing {len(tasks)} notebook(s), {jobs} at a time, the longest first, each in a new empty folder")
     t0 = time.time()
 
-    def run(path: Path) -> dict:
-        result = out / f"{path.stem}.json"
+    def run(task) -> dict:
+        path, _, env, saved = task
+        result = saved / f"{path.stem}.json"
         subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebooks.py"), str(path), "--static",
-                        "--timeout", str(timeout), "--save", str(out), "--json", str(result)],
-                       env=env, cwd=out, capture_output=True, text=True)
+                        "--timeout", str(timeout), "--save", str(saved), "--json", str(result)],
+                       env=env, cwd=saved, capture_output=True, text=True)
         if not result.exists():
             return {"notebook": path.name, "ok": False, "seconds": None,
                     "error": {"cell": None, "name": "run_notebooks.py wrote no result", "value": ""}}
@@ -186,12 +213,12 @@ def execute_into_cache(notebooks: list[Path], jobs: int = JOBS, timeout: int = 3
 
     problems = []
     with ThreadPoolExecutor(jobs) as pool:
-        for path, r in zip(todo, pool.map(run, todo)):
+        for (path, cache, _, saved), r in zip(tasks, pool.map(run, tasks)):
             if not r["ok"]:  # Jupyter Book executes it again and reports the error its usual way
                 e = r["error"]
                 problems.append(f"{path.relative_to(ROOT)} failed in cell {e['cell']}: {e['name']}: {e['value'][:300]}")
                 continue
-            executed, source = (nbformat.read(str(f), as_version=4) for f in (out / path.name, path))
+            executed, source = (nbformat.read(str(f), as_version=4) for f in (saved / path.name, path))
             # the cache keys on the code, the cells' metadata and the kernelspec: the runner wrote its kernel's
             # own kernelspec (this venv's Python, as the notebook's "python3" is in the build) and each cell's
             # execution times, which Jupyter Book would not match; the notebook's own are put back
@@ -204,12 +231,14 @@ def execute_into_cache(notebooks: list[Path], jobs: int = JOBS, timeout: int = 3
             cache.match_cache_notebook(source)  # a KeyError here: Jupyter Book would run it again
             log(f"  {path.relative_to(ROOT)}: {r['seconds']:.1f} s")
     shutil.rmtree(out, ignore_errors=True)
-    ok = len(todo) - len(problems)
-    recorded = len(list(Path(env["TRANSFORMER_LITE_IMPORT_LOG"]).glob("*.txt")))
-    if recorded < ok:  # every chapter imports transformer_lite; each kernel must have said where from
-        problems.append(f"{ok} notebooks ran but only {recorded} kernels recorded where transformer_lite came from "
-                        "(tools/kernel_startup.py)")
-    log(f"executed {ok} of {len(todo)} notebook(s) in {time.time() - t0:.0f} s")
+    failed = {path for path, *_ in tasks} & {ROOT / p.split(" failed in cell")[0] for p in problems}
+    for log_dir in {task[2]["TRANSFORMER_LITE_IMPORT_LOG"] for task in tasks}:
+        ok = sum(1 for path, _, env, _ in tasks if env["TRANSFORMER_LITE_IMPORT_LOG"] == log_dir and path not in failed)
+        recorded = len(list(Path(log_dir).glob("*.txt")))
+        if recorded < ok:  # every chapter imports transformer_lite; each kernel must have said where from
+            problems.append(f"{ok} notebooks ran but only {recorded} kernels recorded where transformer_lite came from "
+                            f"(tools/kernel_startup.py; {log_dir})")
+    log(f"executed {len(tasks) - len(failed)} of {len(tasks)} notebook(s) in {time.time() - t0:.0f} s")
     return problems
 
 
@@ -454,29 +483,26 @@ ZH_ENV = {"TRANSFORMER_LITE_LANGUAGE": "zh",  # the package's checks, figures an
           "TRANSFORMER_LITE_IMPORT_LOG": str(ROOT / "_build" / ".kernel-imports-zh")}
 
 
-def execute_chinese_notebooks() -> list[str]:
-    """Execute notebooks/zh/ (the chapters with Chinese markdown, comments and figure strings, tools/i18n.py) into
-    their own execution cache, as the English ones are (two at a time, each in a new empty folder, strict exercises,
-    static controls), in Chinese: ``TRANSFORMER_LITE_LANGUAGE=zh``. Unchanged notebooks are not run again."""
+def chinese_notebooks() -> tuple[list[Path], list[str]]:
+    """notebooks/zh/ (the chapters with Chinese markdown, comments and figure strings, tools/i18n.py), executed
+    into their own execution cache as the English ones are (each in a new empty folder, strict exercises, static
+    controls), in Chinese: ``TRANSFORMER_LITE_LANGUAGE=zh`` (ZH_ENV). Returns them and the problems (a missing one)."""
     import i18n
 
-    log("the Chinese notebooks (notebooks/zh/), executed in Chinese")
     notebooks = [i18n.ZH_NOTEBOOKS / f"{Path(d).name}.ipynb" for d in toc_entries(ROOT / "_toc.yml")
                  if d.startswith("notebooks/") and (ROOT / f"{d}.ipynb").exists()]
     missing = [p for p in notebooks if not p.exists()]
-    if missing:
-        return [f"no Chinese notebook {p.relative_to(ROOT)} (run `python tools/i18n.py notebooks`)" for p in missing]
-    problems = execute_into_cache(notebooks, cache_dir=CACHE_ZH, extra_env=ZH_ENV)
-    return problems + installed_package_used(Path(ZH_ENV["TRANSFORMER_LITE_IMPORT_LOG"]))
+    return ([p for p in notebooks if p.exists()],
+            [f"no Chinese notebook {p.relative_to(ROOT)} (run `python tools/i18n.py notebooks`)" for p in missing])
 
 
 def chinese_edition(html_dir: Path) -> list[str]:
     """Build the Chinese edition into html_dir/zh: the English book's markdown translated by the catalogs
     (tools/i18n.py), and the chapters' code cells and outputs from the Chinese notebooks' own execution
-    (execute_chinese_notebooks, i18n.zh_site_notebooks). Returns the problems."""
+    (chinese_notebooks, executed with the English ones by main; i18n.zh_site_notebooks). Returns the problems."""
     import i18n
 
-    problems = execute_chinese_notebooks()
+    problems = installed_package_used(Path(ZH_ENV["TRANSFORMER_LITE_IMPORT_LOG"]))
     t0 = time.time()
     try:
         sources = i18n.zh_site_notebooks(CACHE_ZH, ZH_PAGES)
@@ -551,8 +577,12 @@ def main(argv=None) -> int:
     elif missing:
         log(f"_toc.yml lists {len(missing)} file(s) that do not exist: {', '.join(missing)} "
             "(use --existing-only to build without them)")
-    problems = execute_into_cache([ROOT / f"{d}.ipynb" for d in toc_entries(ROOT / "_toc.yml")
-                                   if (ROOT / f"{d}.ipynb").exists()])
+    english = [ROOT / f"{d}.ipynb" for d in toc_entries(ROOT / "_toc.yml") if (ROOT / f"{d}.ipynb").exists()]
+    chinese, zh_problems = chinese_notebooks() if not args.existing_only else ([], [])
+    # both editions' chapters in one pool (the Chinese ones are built into the site after the English edition)
+    executed = execute_editions([(english, CACHE, {}), (chinese, CACHE_ZH, ZH_ENV)])
+    zh_problems += [p for p in executed if p.startswith("notebooks/zh/")]
+    problems = [p for p in executed if not p.startswith("notebooks/zh/")]
     # --existing-only: links to the missing chapters are expected; every other warning still fails
     t_sphinx = time.time()
     proc = jupyter_book(ROOT, toc=toc, strict=not args.existing_only)
@@ -569,7 +599,7 @@ def main(argv=None) -> int:
     if proc.returncode != 0:
         problems.append(f"jupyter-book failed (exit {proc.returncode}); reports are in _build/html/reports/")
     elif not args.existing_only:
-        problems += chinese_edition(html_dir)
+        problems += zh_problems + chinese_edition(html_dir)
     if (html_dir / "index.html").exists():  # even after a failure
         if proc.returncode == 0:
             problems += slim_site(html_dir)
