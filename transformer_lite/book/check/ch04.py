@@ -76,11 +76,29 @@ def exercise_4_2(positions):
     return "the buggy head 0 holds all of word 0, half of word 1 and nothing of word 2."
 
 
-# ---- 4.3: split and merge from scratch ------------------------------------------------------------------
+# ---- 4.3: spot the slip in a split and merge that pass the round trip ---------------------------------------
+
+def _split_strided(x: torch.Tensor, nhead: int) -> torch.Tensor:
+    """WRONG (the chapter's suspect): D cut as (D_h, H), so head h gets every H-th column, not a block of D_h."""
+    B, T, D = x.shape
+    return x.view(B, T, D // nhead, nhead).permute(0, 3, 1, 2)
+
+
+def _merge_strided(x: torch.Tensor) -> torch.Tensor:
+    """WRONG: the inverse of _split_strided, so that the round trip merge(split(x)) == x holds."""
+    B, H, T, D_h = x.shape
+    return x.permute(0, 2, 3, 1).reshape(B, T, D_h * H)
+
+
+_STRIDED = ("that cuts D as (D_h, H): head h gets every H-th column of q (h, h + H, ...), not the block of D_h "
+            "neighbouring columns that W_h^Q fills, and the merge undoes the same cut, so a round trip cannot see it. ")
+
 
 @exercise("4.3", wrong=[
+    lambda: (_split_strided, _merge_strided),
     lambda: (pitfalls.split_heads_without_transpose, tl.merge_heads),
     lambda: (tl.split_heads, pitfalls.merge_heads_without_transpose),
+    lambda: (tl.split_heads, _merge_strided),
     lambda: (lambda x, nhead: x.reshape(x.shape[0], x.shape[1], nhead, -1), tl.merge_heads),
 ])
 def exercise_4_3(my_split_heads, my_merge_heads):
@@ -93,6 +111,8 @@ def exercise_4_3(my_split_heads, my_merge_heads):
         if isinstance(mine, torch.Tensor) and torch.equal(mine, pitfalls.split_heads_without_transpose(x, H)):
             hint = ("that is x.view(B, H, T, D_h) without a transpose: each 'head' gets consecutive numbers of "
                     "memory, i.e. whole words. View as (B, T, H, D_h) first, then swap axes 1 and 2.")
+        if isinstance(mine, torch.Tensor) and torch.equal(mine, _split_strided(x, H)):
+            hint = _STRIDED + hint
         close(mine, right, f"my_split_heads(x, {H}) for x of shape {(B, T, D)}", hint=hint)
         heads = torch.randn(B, H, T, D // H, generator=g)
         merged = call(my_merge_heads, heads, name="my_merge_heads")
@@ -100,6 +120,8 @@ def exercise_4_3(my_split_heads, my_merge_heads):
         if isinstance(merged, torch.Tensor) and torch.equal(merged, pitfalls.merge_heads_without_transpose(heads)):
             hint = ("that is a reshape without the transpose: it reads the heads in memory order, so a row "
                     "glues together pieces of different words. " + hint)
+        if isinstance(merged, torch.Tensor) and torch.equal(merged, _merge_strided(heads)):
+            hint = _STRIDED + hint
         close(merged, tl.merge_heads(heads), f"my_merge_heads(heads) for heads of shape {(B, H, T, D // H)}", hint=hint)
     return "your split and merge equal tl.split_heads and tl.merge_heads on three shapes."
 
