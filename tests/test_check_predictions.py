@@ -166,7 +166,7 @@ def test_an_exercise_of_numbers_carries_what_its_check_compares_with(monkeypatch
     monkeypatch.setenv("TRANSFORMER_LITE_STATIC", "1")
     todo = check.exercise_5_1(..., ..., ...)._repr_html_()
     assert _attr(todo, "data-tl-answers") == ["my_mean", "my_variance", "my_output"]
-    assert 'data-tl-cell="ex-5-1-answer"' in todo
+    assert 'data-tl-cell=""' in todo  # the site's extension names the cell (tools/sphinx_ext/tl_book.py)
     x = torch.tensor([2.0, 4.0, 6.0, 8.0])
     right = check.exercise_5_1(5.0, 5.0, F.layer_norm(x, (4,)))._repr_html_()  # one float object for two answers
     key = _attr(right, "data-tl-key")
@@ -184,7 +184,7 @@ def test_an_exercise_whose_answer_is_code_has_no_key(monkeypatch):
     monkeypatch.setenv("TRANSFORMER_LITE_STATIC", "1")
     out = check.exercise_5_3(lambda x, eps=1e-5: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps))._repr_html_()
     assert "tl-ask" not in out and "tl-exercise-key" not in out
-    assert 'data-tl-cell="ex-5-3-answer"' in check.exercise_5_3(...)._repr_html_()
+    assert 'class="tl-ask tl-ask-exercise"' in check.exercise_5_3(...)._repr_html_()
 
 
 def test_a_wrong_answer_in_the_build_writes_nothing_extra(monkeypatch):
@@ -193,3 +193,36 @@ def test_a_wrong_answer_in_the_build_writes_nothing_extra(monkeypatch):
     verdict = check.exercise_5_1(5.0, 4.0, [0, 0, 0, 0])
     assert verdict.status == "wrong" and verdict.page == ""
     assert check._TRACE is None
+
+
+def test_the_site_names_the_cell_an_exercise_links_to_in_colab():
+    """tools/sphinx_ext/tl_book.py fills in the cell's id (the answer cell above the check) from the notebook."""
+    import sys
+
+    from docutils import nodes
+
+    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
+    import tl_book
+
+    path = ROOT / "notebooks" / "05_add_norm_ffn.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    check_cell = next(i for i, c in enumerate(cells) if "check.exercise_5_2(" in "".join(c["source"])
+                      and "solution" not in (c["metadata"].get("tags") or []))
+    answer = cells[check_cell - 1]
+    assert "exercise" in answer["metadata"]["tags"]
+
+    class App:
+        class config:
+            tl_notebook_sources = {}
+
+        class env:
+            docname = "notebooks/05_add_norm_ffn"
+            doc2path = staticmethod(lambda docname: ROOT / f"{docname}.ipynb")
+
+    doctree = nodes.document(None, None)
+    container = nodes.container(nb_element="cell_code", cell_index=check_cell)
+    container += nodes.raw("", '<div class="tl-verdict">…</div><div class="tl-ask tl-ask-exercise" hidden '
+                               'data-tl-exercise="5.2" data-tl-answers="[]" data-tl-cell=""></div>', format="html")
+    doctree += container
+    tl_book.exercise_cells(App, doctree)
+    assert f'data-tl-cell="{answer["id"]}"' in doctree.astext()

@@ -125,10 +125,10 @@ def reveal_html(prediction, measured) -> str:
 
 
 def exercise_html(number: str, answers: list[str]) -> str:
-    """An exercise's check cell, not answered (the build): its answers' names and the cell to open in Colab."""
-    cell = "ex-" + number.replace(".", "-") + "-answer"  # the notebooks' id of the exercise's answer cell
+    """An exercise's check cell, not answered (the build): its answers' names, and the cell to open in Colab, which
+    the site's extension fills in (tools/sphinx_ext/tl_book.py: a kernel does not know its cell's id)."""
     return (f'<div class="tl-ask tl-ask-exercise" hidden data-tl-exercise="{html.escape(number)}" '  # i18n: data (HTML)
-            f'data-tl-answers="{_json_attr(answers)}" data-tl-cell="{html.escape(cell)}"></div>')
+            f'data-tl-answers="{_json_attr(answers)}" data-tl-cell=""></div>')
 
 
 def exercise_key_html(number: str, message: str, answers: list[dict]) -> str:
