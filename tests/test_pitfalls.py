@@ -109,7 +109,7 @@ def test_labels_not_shifted():
     assert not torch.equal(right_in, right_labels)
 
 
-def test_encode_split_on_spaces_makes_known_words_unknown():
+def test_encode_with_vocab_splits_on_spaces_and_makes_known_words_unknown():
     import re
 
     from transformer_lite.data import UNK, Vocab
@@ -121,12 +121,12 @@ def test_encode_split_on_spaces_makes_known_words_unknown():
     vocab = Vocab(t for s in corpus for t in tokenize(s))
     for sentence in corpus:
         assert UNK not in vocab.encode(tokenize(sentence))       # right: every token of the corpus is known
-    wrong = pf.encode_split_on_spaces(vocab, corpus[0])
+    wrong = pf.encode_with_vocab(vocab, corpus[0])
     assert wrong.count(UNK) == 2 and wrong[1:5] == vocab.encode(["cat", "sat", "on", "the"])  # "The", "mat."
 
 
 @pytest.mark.parametrize("call, exc, name", [
-    (lambda: pf.encode_split_on_spaces(["the"], "the cat"), TypeError, "vocab"),
+    (lambda: pf.encode_with_vocab(["the"], "the cat"), TypeError, "vocab"),
     (lambda: pf.merge_heads_without_transpose(torch.randn(2, 3, 4)), ValueError, "x"),
     (lambda: pf.split_heads_without_transpose(torch.randn(2, 3, 5), 2), ValueError, "nhead"),
     (lambda: pf.positional_encoding_reversed_frequencies(10, 7), ValueError, "d_model"),

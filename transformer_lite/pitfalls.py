@@ -21,7 +21,7 @@ shows the difference (``tests/test_pitfalls.py`` checks that every one of them d
     transformer_with_mask_bug                transformer_lite.Transformer.forward
     position_ids_ignoring_padding            (ids != pad_id).cumsum(-1) - 1, for left padding
     micro_batch_loss_mean_of_means           sum of token losses / tokens in the whole accumulated batch
-    encode_split_on_spaces                   Vocab.encode of the tokenizer's tokens (chapter 1)
+    encode_with_vocab                        Vocab.encode of the tokenizer's tokens (chapter 1's bug hunt)
     DecoderLayerIgnoringSourcePadding        transformer_lite.DecoderLayer
     cross_entropy_counting_padding           transformer_lite.training.label_smoothed_cross_entropy
     decoder_only_lm_seeing_one_ahead         transformer_lite.language_models.DecoderOnlyLM
@@ -335,7 +335,7 @@ def attention_softmax_over_queries(query: torch.Tensor, key: torch.Tensor, value
     return weights @ value, weights
 
 
-def encode_split_on_spaces(vocab, text: str) -> list[int]:
+def encode_with_vocab(vocab, text: str) -> list[int]:
     """WRONG: ids for ``text.split()``, with a vocabulary built from a tokenizer's tokens.
 
     The vocabulary was built from lower-cased tokens with punctuation cut off ("the", "mat",
