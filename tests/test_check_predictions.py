@@ -226,3 +226,17 @@ def test_the_site_names_the_cell_an_exercise_links_to_in_colab():
     doctree += container
     tl_book.exercise_cells(App, doctree)
     assert f'data-tl-cell="{answer["id"]}"' in doctree.astext()
+
+
+def test_a_shape_is_compared_exactly_with_the_hint_its_check_gives(monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_LITE_STATIC", "1")
+    state = torch.random.get_rng_state()
+    right = check.exercise_4_1((2, 8, 10, 64), (2, 8, 10, 10), torch.Size([2, 10, 512]))._repr_html_()
+    assert torch.equal(torch.random.get_rng_state(), state)  # the probe for the hints left the random state alone
+    answers = _attr(right, "data-tl-key")["answers"]
+    assert [a["rules"][0]["kind"] for a in answers] == ["exact"] * 3
+    assert [a["rules"][0]["expected"] for a in answers] == [[2, 8, 10, 64], [2, 8, 10, 10], [2, 10, 512]]
+    monkeypatch.delenv(check.STRICT_ENV, raising=False)
+    wrong = check.exercise_4_1((3, 8, 10, 64), (2, 8, 10, 10), (2, 10, 512))
+    assert answers[0]["rules"][0]["hint"] == wrong.hint
+    assert answers[0]["rules"][0]["wrong"] == "shape_q = {value} is not right."

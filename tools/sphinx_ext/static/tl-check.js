@@ -185,6 +185,18 @@
         var c = String(text).trim().toLowerCase();
         if (r.choices.indexOf(c) < 0) return [fill(r.not_choice, {got: pyRepr(text)}), null];
         if (c !== r.expected) return [fill(r.wrong, {value: pyRepr(c)}), r.hint];
+      } else if (r.kind === "exact") {  // a whole number, or a shape: as the solution's, exactly
+        if (r.as === "number") {
+          var w = readNumber(text);
+          if (!w) return [fill(r.not_number, {type: "str"}), null];
+          if (w.number !== r.expected) return [fill(r.wrong, {value: /^[-+]?\d+$/.test(w.typed) ? String(w.number) : pyG(w.number, 6)}), r.hint];
+        } else {
+          var got = parseArray(text), parts = got === null ? null : flat(Array.isArray(got) ? got : [got]);
+          if (parts === null || parts.some(function (v) { return typeof v !== "number"; }))
+            return [fill(r.wrong, {value: pyRepr(String(text).trim())}), r.hint];
+          if (parts.length !== r.expected.length || parts.some(function (v, k) { return v !== r.expected[k]; }))
+            return [fill(r.wrong, {value: pyTuple(parts.map(function (v) { return pyG(v, 6); }))}), r.hint];
+        }
       } else if (r.kind === "tensor") {
         var a = parseArray(text);
         if (a === null) return [fill(r.not_tensor, {type: "str"}), null];
@@ -233,9 +245,11 @@
         choice.choices.forEach(function (c) { field.appendChild(el("option", {value: c}, pyRepr(c))); });
       } else {
         var tensor = answer.rules.some(function (r) { return r.kind === "tensor"; });
+        var shape = answer.rules.some(function (r) { return r.kind === "exact" && r.as === "tuple"; });
         field = el("input", {id: id, "class": "tl-ask-field", type: "text", autocomplete: "off", spellcheck: "false",
-                             inputmode: tensor ? "text" : "decimal", size: tensor ? "24" : "10",
-                             placeholder: tensor ? say("numbers, e.g. [0.1, 0.2]") : say("a number")});
+                             inputmode: tensor || shape ? "text" : "decimal", size: tensor ? "24" : shape ? "16" : "10",
+                             placeholder: tensor ? say("numbers, e.g. [0.1, 0.2]") : shape ? say("a shape, e.g. (2, 3)") :
+                                          say("a number")});
         field.addEventListener("keydown", function (e) { if (e.key === "Enter") { e.preventDefault(); run(); } });
       }
       row.appendChild(document.createTextNode(" "));

@@ -45,6 +45,7 @@ JS_TEXTS = (
     N_("Open this cell in Colab"),
     N_("a number"),
     N_("numbers, e.g. [0.1, 0.2]"),
+    N_("a shape, e.g. (2, 3)"),
 )
 
 
@@ -140,8 +141,9 @@ def exercise_key_html(number: str, message: str, answers: list[dict]) -> str:
 
 def answer_rules(function, answers: tuple, trace: list[dict]) -> list[dict] | None:
     """How the check compared each of ``answers`` (from ``trace``, what :func:`check.number`, :func:`check.close`
-    and :func:`check.one_of` recorded), as data for the page; None when an answer is code or was compared some other
-    way (then only Python can check it)."""
+    and :func:`check.one_of` recorded), as data for the page; an answer none of them saw that is a whole number or a
+    shape is compared exactly with the solution's (:func:`exact_rule`). None when an answer is code or was compared
+    some other way (then only Python can check it)."""
     import inspect
 
     names = list(inspect.signature(function).parameters)[:len(answers)]
@@ -154,7 +156,11 @@ def answer_rules(function, answers: tuple, trace: list[dict]) -> list[dict] | No
             entries = [entry for entry in entries if entry["name"].split("(")[0].strip() == name]
         rules = [dict(entry["rule"]) for entry in entries]
         if not rules:
-            return None
+            rule = exact_rule(name, answer)
+            if rule is None:
+                return None
+            rule["hint"] = _probe_hint(function, answers, len(out), rule)
+            rules = [rule]
         for rule in rules:
             if rule["kind"] == "choice":
                 if not isinstance(answer, str):
@@ -162,6 +168,61 @@ def answer_rules(function, answers: tuple, trace: list[dict]) -> list[dict] | No
                 rule["expected"] = answer.strip().lower()
         out.append({"name": name, "rules": rules})
     return out
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def exact_rule(name: str, answer) -> dict | None:
+    """A whole number or a shape (a tuple of whole numbers, torch.Size) that a check compares as it is: the page
+    compares it exactly with the solution's, and says it is not right as the checks do. None for anything else."""
+    if hasattr(answer, "tolist") and getattr(answer, "ndim", 1) == 0:
+        answer = answer.tolist()
+    if _whole(answer):
+        expected, shown = answer, "number"
+    elif isinstance(answer, (tuple, list)) and answer and all(_whole(v) for v in answer):  # torch.Size is a tuple
+        expected, shown = list(answer), "tuple"
+    else:
+        return None
+    return {"kind": "exact", "expected": expected, "as": shown,
+            # i18n: data (a check's message, with a field for the page)
+            "wrong": _message(f"{name} = {{value}} is not right."), "hint": None,
+            # i18n: data (a check's message, with a field for the page)
+            "not_number": _message(f"{name} should be a number, got {{type}}.")}
+
+
+def _probe_hint(function, answers: tuple, i: int, rule: dict) -> str | None:
+    """The hint the check gives when answer ``i`` alone is off by one (a shape's first axis, a number), the others
+    right: the page shows it with its "not right". The check runs with the random states kept as they were (a
+    chapter's later cells see the same numbers)."""
+    import random
+
+    import torch
+
+    import sys
+
+    from . import Wrong
+
+    checks = sys.modules[__package__]  # its _TRACE: the probe's comparisons are not the solution's
+
+    right = rule["expected"]
+    wrong = (right + 1) if rule["as"] == "number" else tuple([right[0] + 1, *right[1:]])
+    probe = list(answers)
+    probe[i] = wrong
+    state, trace = random.getstate(), checks._TRACE
+    checks._TRACE = None
+    try:
+        with torch.random.fork_rng():
+            function(*probe)
+    except Wrong as e:
+        return _hint(e.hint)
+    except Exception:  # noqa: BLE001 - a check that cannot take the probe: no hint, the verdict stays the same
+        return None
+    finally:
+        random.setstate(state)
+        checks._TRACE = trace
+    return None
 
 
 def number_rule(name: str, expected: float, rel: float, abs_: float, hint: str | None) -> dict:
