@@ -181,7 +181,8 @@ def exact_rule(name: str, answer) -> dict | None:
         answer = answer.tolist()
     if _whole(answer):
         expected, shown = answer, "number"
-    elif isinstance(answer, (tuple, list)) and answer and all(_whole(v) for v in answer):  # torch.Size is a tuple
+    elif isinstance(answer, tuple) and answer and all(_whole(v) for v in answer):  # torch.Size is a tuple; a list
+        # (of positions, of ids) may be checked as a set: only Python knows
         expected, shown = list(answer), "tuple"
     else:
         return None
@@ -226,8 +227,6 @@ def _probe_hint(function, answers: tuple, i: int, rule: dict) -> str | None:
 
 
 def number_rule(name: str, expected: float, rel: float, abs_: float, hint: str | None) -> dict:
-    from . import _show  # noqa: F401 (the page formats as check.number does: {value:g})
-
     return {"kind": "number", "expected": float(expected), "rel": float(rel), "abs": float(abs_),
             # i18n: data (a check's message, with a field for the page)
             "wrong": _message(f"{name} = {{value}} is not right."), "hint": _hint(hint),
