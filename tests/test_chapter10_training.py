@@ -325,6 +325,57 @@ def test_adamw_decays_outside_the_adaptive_step_and_adam_l2_does_not():
     assert not torch.allclose(adamw, l2)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_over_many_steps_l2_decay_fades_with_the_gradients_and_adamw_does_not(seed):
+    # The chapter's 100-step demonstration, with the margins its asserts use, under several noise draws.
+    scales = torch.tensor([0.01, 1.0, 100.0])
+    noise = torch.randn(100, 3, generator=torch.Generator().manual_seed(seed)) * scales
+
+    def run(make):
+        w = torch.ones(3, requires_grad=True)
+        opt = make([w])
+        for g in noise:
+            w.grad = g.clone()
+            opt.step()
+        return w.detach()
+
+    plain = run(lambda p: torch.optim.Adam(p, lr=0.01))
+    l2 = plain - run(lambda p: torch.optim.Adam(p, lr=0.01, weight_decay=0.1))
+    adamw = plain - run(lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.1))
+    shrink = 1 - (1 - 0.01 * 0.1) ** 100
+    assert ((adamw - shrink).abs() < 0.3 * shrink).all()
+    assert l2[0] > l2[1] > l2[2]
+    assert l2[2] < 0.1 * adamw[2] and l2[0] > 3 * adamw[0]
+
+
+def test_the_teaching_loop_takes_the_steps_of_train():
+    # Chapter 10 shows train_loop on the core path and runs train: on unpadded data the two agree loss for loss.
+    from transformer_lite.training import train, train_loop, warmup_scheduler
+
+    src, tgt = reverse_task(200, 6, 12, seed=0)
+
+    def fresh():
+        torch.manual_seed(0)
+        model = tl.Transformer(12, 12, d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                               dim_feedforward=32, dropout=0.1)
+        opt = paper_adam(model.parameters())
+        return model, opt, warmup_scheduler(opt, d_model=16, warmup_steps=5)
+
+    with num_threads(1):
+        model_a, opt_a, sched_a = fresh()
+        history = train(model_a, src, tgt, steps=12, batch_size=16, optimizer=opt_a, scheduler=sched_a,
+                        smoothing=0.1, seed=3, progress=False)
+        model_b, opt_b, sched_b = fresh()
+        losses = train_loop(model_b, src, tgt, steps=12, batch_size=16, optimizer=opt_b, scheduler=sched_b,
+                            smoothing=0.1, seed=3)
+    assert losses == history.loss
+    assert all(torch.equal(a, b) for a, b in zip(model_a.parameters(), model_b.parameters()))
+    with pytest.raises(ValueError, match="steps"):
+        train_loop(model_b, src, tgt, steps=0, batch_size=16, optimizer=opt_b)
+    with pytest.raises(ValueError, match="batch_size"):
+        train_loop(model_b, src, tgt, steps=1, batch_size=0, optimizer=opt_b)
+
+
 def test_clip_grad_norm_scales_all_gradients_by_one_factor():
     model = _model()
     src, tgt = _example()

@@ -150,6 +150,32 @@ def optimization_step(model: nn.Module, loss: torch.Tensor, optimizer, scheduler
     history.loss.append(loss.item())
 
 
+def train_loop(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, *, steps: int, batch_size: int,
+               optimizer: torch.optim.Optimizer, scheduler=None, smoothing: float = 0.0, seed: int = 0) -> list:
+    """The training loop at its plainest: :func:`train` without its checks, evaluations, clipping and progress bar.
+
+    Shape: src (N, S), tgt (N, T + 1) = BOS + ... + EOS. Returns the loss of every step; on unpadded data the
+    steps are :func:`train`'s, loss for loss. Unlike :func:`train` it reseeds the global random generator."""
+    check_positive_int("steps", steps)
+    check_positive_int("batch_size", batch_size)
+    torch.manual_seed(seed)  # dropout's random draws
+    batches = torch.Generator().manual_seed(seed)  # which examples each step sees
+    model.train()  # dropout on
+    losses = []
+    for _ in range(steps):
+        idx = torch.randint(0, src.shape[0], (batch_size,), generator=batches)  # (B,) random examples
+        decoder_input, labels = teacher_forcing(tgt[idx])  # (B, T) each: the target shifted right, and left
+        logits = model(src[idx], decoder_input)  # (B, T, V)
+        loss = label_smoothed_cross_entropy(logits, labels, smoothing, ignore_index=PAD)
+        optimizer.zero_grad()
+        loss.backward()  # the gradient of the loss for every weight
+        optimizer.step()  # Adam's update
+        if scheduler is not None:
+            scheduler.step()  # the next step's learning rate
+        losses.append(loss.item())
+    return losses
+
+
 def train(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, *, steps: int, batch_size: int,
           optimizer: torch.optim.Optimizer, scheduler=None, smoothing: float = 0.0, progress: bool = True,
           seed: int = 0, device=None, eval_fn=None, eval_every: int | None = None,
