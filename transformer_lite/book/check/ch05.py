@@ -101,9 +101,28 @@ def exercise_5_3(my_rms_norm):
 
 # ---- 5.4: bug hunt, a LayerNorm that passes the first test -----------------------------------------------
 
+class SuspectNorm(torch.nn.Module):
+    """A colleague's LayerNorm: nn.LayerNorm's parameters (weight, bias, eps). Shape: x (..., D) -> (..., D)."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        self._impl = (pitfalls.LayerNormAffineFirst(d_model, eps),)   # a tuple: not a submodule, so no state of its own
+        self.normalized_shape, self.eps = (d_model,), float(eps)
+        self.weight = torch.nn.Parameter(torch.ones(d_model))
+        self.bias = torch.nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        impl = self._impl[0]
+        impl.weight, impl.bias, impl.eps = self.weight, self.bias, self.eps   # whatever a test set them to
+        return impl(x)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}"
+
+
 def suspect_layer_norm(d_model: int) -> torch.nn.Module:
-    """The bug hunt's LayerNorm(d_model): nn.LayerNorm's parameters (weight, bias, eps) and one silent bug."""
-    return pitfalls.LayerNormAffineFirst(d_model)
+    """The bug hunt's suspect, a SuspectNorm(d_model): its name, repr and docstring do not say what it does."""
+    return SuspectNorm(d_model)
 
 
 class _UnbiasedLayerNorm(torch.nn.Module):
