@@ -105,12 +105,14 @@ def test_gradient_from_far_tokens_vanishes_for_the_rnn_not_for_attention():
 
 def test_architecture_map_links_every_chapter():
     src = _cell("# The architecture map")
-    names = set(re.findall(r'"(\d\d_[a-z_]+)"', src))
-    assert sorted(int(n[:2]) for n in names) == list(range(1, 15))
+    names = set(re.findall(r'"(\d\d[a-z]?_[a-z0-9_]+|appendix_[a-z]_[a-z]+)"', src))
     chapters = {"01_tokens_and_embeddings", "02_positional_encoding", "03_self_attention", "04_multi_head_attention",
-                "05_add_norm_ffn", "06_batchnorm_vs_layernorm", "11_pre_ln_vs_post_ln", "07_masking", "08_encoder",
-                "09_decoder", "10_training", "12_inference", "13_capstone_translator", "14_bert_and_gpt"}
-    assert names == chapters  # the file names fixed for cross-links
+                "05_add_norm_ffn", "06_batchnorm_vs_layernorm", "07_masking", "08_encoder", "09_decoder",
+                "10_training", "11_pre_ln_vs_post_ln", "12_inference", "13_capstone_translator",
+                "13b_real_sentences", "14_bert_and_gpt", "15_since_2017", "appendix_a_vision", "appendix_c_pitfalls"}
+    assert names == chapters  # every chapter and appendix, by the file names fixed for cross-links
+    notebooks = {p.stem for p in NOTEBOOK.parent.glob("*.ipynb")}
+    assert chapters == notebooks - {NOTEBOOK.stem}  # nothing of the book left off the map
 
 
 def test_no_recurrent_scale_keeps_the_rnn_gradient_balanced_over_256_tokens():
