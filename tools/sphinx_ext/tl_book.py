@@ -416,7 +416,7 @@ def exercise_cells(app, doctree) -> None:
             above = cells[i - 1] if 0 < i <= len(cells) else {}
             cell = above if "exercise" in (above.get("metadata", {}).get("tags") or []) else \
                 (cells[i] if i < len(cells) else {})
-            text = _EXERCISE_CELL.sub(lambda m: m.group(1) + str(cell.get("id", "")) + m.group(2), text)
+            text = _EXERCISE_CELL.sub(lambda m, cell=cell: m.group(1) + str(cell.get("id", "")) + m.group(2), text)
             raw.replace_self(nodes.raw("", text, format="html", classes=raw.get("classes", [])))
 
 

@@ -198,17 +198,16 @@ def _probe_hint(function, answers: tuple, i: int, rule: dict) -> str | None:
     right: the page shows it with its "not right". The check runs with the random states kept as they were (a
     chapter's later cells see the same numbers)."""
     import random
+    import sys
 
     import torch
-
-    import sys
 
     from . import Wrong
 
     checks = sys.modules[__package__]  # its _TRACE: the probe's comparisons are not the solution's
 
     right = rule["expected"]
-    wrong = (right + 1) if rule["as"] == "number" else tuple([right[0] + 1, *right[1:]])
+    wrong = (right + 1) if rule["as"] == "number" else (right[0] + 1, *right[1:])
     probe = list(answers)
     probe[i] = wrong
     state, trace = random.getstate(), checks._TRACE
