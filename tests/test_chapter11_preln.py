@@ -118,6 +118,20 @@ def test_deep_post_ln_without_warmup_collapses_pre_ln_does_not():
     assert input_dependence(post, src) < 0.2                           # ... nearly the same prediction for every input
     assert pre_final < uniform - 0.3 and pre_final < post_final - 0.3, pre_final   # Pre-LN: learning
     assert input_dependence(pre, src) > 0.4
+    # where the input went (the chapter's core cell): the collapsed stack's LayerNorms squeeze the differences
+    # between tokens layer after layer; Pre-LN's highway keeps them
+    spread = {m: _token_spreads(m, src) for m in (post, pre)}
+    assert spread[post][-1] < 0.3 * spread[post][0] and spread[post][-1] < 0.1 * spread[pre][-1]
+
+
+def _token_spreads(model, src):
+    """How different the token vectors are after each layer: mean distance to their mean / mean norm."""
+    with torch.no_grad(), num_threads(1):
+        h, out = model.pos(model.embed(src[:64])), []
+        for layer in model.encoder.layers:
+            h = layer(h)
+            out.append(((h - h.mean(dim=(0, 1))).norm(dim=-1).mean() / h.norm(dim=-1).mean()).item())
+    return out
 
 
 def test_adam_first_step_is_lr_times_sign_of_gradient():
