@@ -118,39 +118,53 @@ def exercise_6_3(my_padded_variance):
 
 # ---- 6.4 Bug hunt: a norm with the wrong axis ------------------------------------------------------------------
 
-_AXES = {"batch": "batch", "b": "batch", "sentences": "batch",
-         "positions": "positions", "position": "positions", "t": "positions", "time": "positions",
-         "tokens": "positions", "sequence": "positions",
-         "features": "features", "feature": "features", "d": "features"}
-
-
-@exercise("6.4", wrong=[lambda: ("batch",), lambda: ("features",), lambda: ("everything",)])
-def exercise_6_4(my_axis):
+def suspect_norm(x: torch.Tensor) -> torch.Tensor:
+    """A colleague's normalization for a (B, T, D) batch: (B, T, D) -> (B, T, D)."""
     from ...pitfalls import layer_norm_over_positions
 
-    if not isinstance(my_axis, str):
-        raise Wrong(f"my_axis should be a string, got {type(my_axis).__name__}.",
-                    'Answer with one of "batch", "positions" or "features".')
-    answer = _AXES.get(my_axis.strip().lower())
-    if answer is None:
-        raise Wrong(f"{my_axis!r} is not one of the three axes.", 'Answer "batch", "positions" or "features".')
+    return layer_norm_over_positions(x)
+
+
+def _dims(answer) -> tuple:
+    """The axes of a (B, T, D) batch as a sorted tuple of 0, 1, 2 (-1 is 2); an int alone is one axis."""
+    items = [answer] if isinstance(answer, int) and not isinstance(answer, bool) else answer
+    try:
+        dims = {int(d) for d in items if not isinstance(d, bool)}
+        if len(dims) != len(list(items)) or not dims:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise Wrong(f"my_dims should be a tuple of axes of the (B, T, D) batch such as (0, 2), got {answer!r}.",
+                    "Give the dims of the suspect's mean: 0 = batch (sentences), 1 = positions, 2 = features.") from None
+    if not all(-3 <= d <= 2 for d in dims):
+        raise Wrong(f"a (B, T, D) batch has the axes 0, 1 and 2 (or -3 to -1), got {answer!r}.")
+    return tuple(sorted({d % 3 for d in dims}))
+
+
+@exercise("6.4", wrong=[lambda: ((0, 1),), lambda: ((2,),), lambda: ((-1,),), lambda: ((0,),), lambda: ((1, 2),),
+                        lambda: ("positions",)])
+def exercise_6_4(my_dims):
+    dims = _dims(my_dims)
     # the diagnosis, measured again: the suspect ignores the other sentences but not its own sentence's padding
     g = torch.Generator().manual_seed(6)
     x = torch.randn(2, 3, 4, generator=g) * 2 + 1
     other = x.clone()
     other[1] += 3.0
     longer = torch.cat([x, torch.zeros(2, 2, 4)], dim=1)
-    by_batch = (layer_norm_over_positions(other)[0] - layer_norm_over_positions(x)[0]).abs().max() > 1e-4
-    by_padding = (layer_norm_over_positions(longer)[:, :3] - layer_norm_over_positions(x)).abs().max() > 1e-4
+    by_batch = (suspect_norm(other)[0] - suspect_norm(x)[0]).abs().max() > 1e-4
+    by_padding = (suspect_norm(longer)[:, :3] - suspect_norm(x)).abs().max() > 1e-4
     assert by_padding and not by_batch
-    if answer == "batch":
+    if 0 in dims:
         raise Wrong("a token's output does not change when the OTHER sentence of the batch changes, so the "
-                    "statistics do not run over the batch.",
+                    "statistics do not run over the batch (dim 0).",
                     "Now pad the suspect's batch with more positions (pad_to(5)) and compare sentence 0's outputs.")
-    if answer == "features":
-        raise Wrong("over the features is what LayerNorm does, and LayerNorm's outputs do not move with padding; "
-                    "the suspect's do.", "Run the padding test: pad_to(3) against pad_to(5), sentence 0's first "
-                                         "three positions.")
+    if dims == (2,):
+        raise Wrong("over the features (dim -1) is what LayerNorm does, and LayerNorm's outputs do not move with "
+                    "padding; the suspect's do.",
+                    "Run the padding test: pad_to(3) against pad_to(5), sentence 0's first three positions.")
+    if dims != (1,):
+        raise Wrong(f"the statistics over the dims {dims} would move a token's output with its own features and "
+                    "with padding alike; the suspect's output moves with padding only.",
+                    "Padding adds positions to a sentence; which single axis does that lengthen?")
     return ("right: padding its own sentence moves a token's output, other sentences do not, so each feature is "
             "normalized over the positions of its sentence (dim=1 where LayerNorm uses dim=-1).")
 
