@@ -20,7 +20,7 @@
 #               Lighthouse on the built site's heaviest pages (benchmarks/lighthouse.json), and the translator page's
 #               speed against its budgets (benchmarks/translator.json; met or not, never a failure; after make book)
 #   make translator  train the book's translator (RECIPE) and write the weights the package ships
-#   make capstone  measure chapter 13's baselines, systematic split and data-size curve (assets/capstone_baselines.json)
+#   make capstone  measure chapter 13's baselines, every row timed in the same run (assets/capstone_baselines.json)
 #   make grammar-lab  chapter 13's laboratory: subject-object swaps, a systematic split, new verb-object pairs, a length
 #               split, a data-size curve, each with its intervention; 3 seeds, one thread (assets/grammar_lab.json; 12 min on a free core)
 #   make since2017  chapter 15's measurements: decoder-only translation with a masked prompt against chapter 13's

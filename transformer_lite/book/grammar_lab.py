@@ -446,7 +446,9 @@ def grammar_lab_results() -> dict:
 
 def _round(x):
     if isinstance(x, float):
-        return round(x, 4)
+        # 4 decimals for accuracies and seconds; a small value such as the recipe's layer_norm_eps (1e-5) keeps
+        # 4 significant digits instead of becoming 0.0
+        return float(f"{x:.4g}") if 0 < abs(x) < 1e-3 else round(x, 4)
     if isinstance(x, dict):
         return {k: _round(v) for k, v in x.items()}
     if isinstance(x, list):
