@@ -82,24 +82,29 @@ def exercise_11_2(my_pre_ln_encoder):
     return "your Pre-LN encoder equals tl.Encoder(EncoderLayer(..., norm_first=True), 3, norm=LayerNorm)."
 
 
-# ---- 7.3 Adam's first step ------------------------------------------------------------------------------------
+# ---- 11.3 How fast the climb grows ------------------------------------------------------------------------------
 
-_GRADS = [2e-4, -50.0, 3.0]
-_LR = 1e-3
+def _total(ratios):
+    return ratios[max(ratios)] / ratios[min(ratios)]
 
 
-@exercise("11.3", wrong=[lambda: ([-_LR * g for g in _GRADS],),                              # plain SGD
-                        lambda: ([_LR if g > 0 else -_LR for g in _GRADS],),                 # uphill
-                        lambda: ([-_LR * 0.1 / 0.02 ** 0.5 * (1 if g > 0 else -1) for g in _GRADS],)])  # no bias correction
-def exercise_11_3(my_steps):
-    w = torch.nn.Parameter(torch.zeros(3, dtype=torch.float64))
-    optimizer = tl.training.paper_adam([w], lr=_LR)
-    w.grad = torch.tensor(_GRADS, dtype=torch.float64)
-    optimizer.step()
-    close(my_steps, w.detach(), "my_steps", atol=1e-6, rtol=0,
-          hint="On step 1 the bias-corrected averages are m̂ = g and v̂ = g², so the change is "
-               "−lr · g / (|g| + eps): about lr in size, against the gradient's sign, whatever |g| is.")
-    return "right: Adam's first step moves every parameter by about lr, against its gradient's sign."
+def _linear_slope(ratios):
+    return (ratios[max(ratios)] - ratios[min(ratios)]) / (max(ratios) - min(ratios))
+
+
+def _root_of_deepest(ratios):
+    return _total(ratios) ** (1 / max(ratios))
+
+
+@exercise("11.3", wrong=[lambda: (_total,), lambda: (_linear_slope,), lambda: (_root_of_deepest,)])
+def exercise_11_3(my_factor_per_layer):
+    # made-up ratios with a known factor; the depths come in no particular order
+    for ratios, factor in (({2: 3.0, 5: 24.0}, 2.0), ({4: 135.0, 1: 5.0, 3: 45.0}, 3.0)):
+        got = call(my_factor_per_layer, dict(ratios), name="my_factor_per_layer(ratios)")
+        number(got, factor, f"my_factor_per_layer({ratios})", rel=1e-6,
+               hint="if r(N) = c · a^N, the ratio of the deepest to the shallowest depth is a^(N_max − N_min): "
+                    "take its (N_max − N_min)-th root.")
+    return "right: the factor per added layer is (r(N_max) / r(N_min)) ** (1 / (N_max − N_min))."
 
 
 # ---- 7.4 Bug hunt: a Pre-LN layer that normalizes its highway ----------------------------------------------------
