@@ -16,7 +16,8 @@ adds is what only a Colab-like install shows:
 2. **A Colab-like environment.** A fresh virtual environment of this Python gets a current pip, then
    what Colab preinstalls: torch at the version ``requirements.in`` pins (the CPU build here; an
    unpinned torch would pull GBs of CUDA packages), ipykernel, nbclient, nbformat, matplotlib,
-   ipywidgets, numpy, tqdm, compiled to bytecode as in Colab's image. Python 3.11's bundled pip 23.2
+   ipywidgets, numpy, tqdm (not compiled to bytecode ahead: Python compiles the modules a kernel imports, and
+   compiling all of torch's thousands of files checks nothing here). Python 3.11's bundled pip 23.2
    rejects ``git+file:///`` requirements as "Invalid requirement"; Colab's pip is newer. The venv lives
    in ``/dev/shm`` when that has room, else in pytest's temporary folder.
 3. **The Colab command.** The set-up cell's own ``%pip install -q "transformer-step-by-step[book]==V"``, as ``transformer-step-by-step[book] @ git+URL``
@@ -144,7 +145,7 @@ def make_colab_venv(venv: Path, source: Path) -> dict:
     _run([*pip, "--no-compile", "--upgrade", "pip"], env=env)
     seconds["venv + current pip"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    _run([*pip, torch_pin(), *COLAB_PREINSTALLED], env=env)  # compiled: Colab's image has .pyc files
+    _run([*pip, "--no-compile", torch_pin(), *COLAB_PREINSTALLED], env=env)
     seconds["Colab's preinstalled packages (torch, ...)"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     _run([*pip, colab_requirement(source)], env=env)

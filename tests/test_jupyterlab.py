@@ -422,9 +422,11 @@ def test_translator_chapter_13_is_live(lab, browser):
         _quietly(lab.shutdown_kernels)
 
 
-@pytest.mark.parametrize("notebook", ["09_decoder.ipynb", "12_inference.ipynb"])
+@pytest.mark.parametrize("notebook", ["12_inference.ipynb"])
 def test_translator_chapters_run_clean(lab, browser, notebook):
-    """Chapters 9 and 12 assert behaviours of the shipped translator: every cell runs without an error here too."""
+    """Chapter 12 asserts behaviours of the shipped translator: every cell runs without an error here too, with live
+    controls. (Chapter 9, which does too, runs with live controls in the Colab-like install,
+    tests/test_installed_package.py; JupyterLab's own rendering of bertviz's views is checked on chapter 13 above.)"""
     page = Page(browser, lab, notebook)
     try:
         page.run_all()
