@@ -287,7 +287,7 @@
       ".tl-ask .tl-ask-field[aria-invalid=true]{border-color:#cf222e}" +
       ".tl-ask .tl-ask-go{font:inherit;padding:.15em .8em;border:1px solid var(--pst-color-primary,#0a6bc2);" +
       "border-radius:4px;background:var(--pst-color-background,#fff);color:var(--pst-color-primary,#0a6bc2);cursor:pointer}" +
-      ".tl-ask .tl-ask-go:hover{background:var(--pst-color-surface,#eef)}" +
+      ".tl-ask .tl-ask-go:hover{text-decoration:underline}" +
       ".tl-ask :focus-visible{outline:2px solid var(--pst-color-primary,#0a6bc2);outline-offset:2px}";
     document.head.appendChild(s);
   }
