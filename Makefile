@@ -102,11 +102,12 @@ release: install
 repository:
 	$(PYTHON) tools/repository.py set $(REPO) $(if $(SITE),--site $(SITE))
 
-# Two workers: the browser tests mostly wait, the notebook runs mostly compute. Files that share an expensive
-# fixture (the served site, the JupyterLab server, the Colab-like venv) stay on one worker (xdist_group marks).
-# OMP_WAIT_POLICY=PASSIVE: with both cores busy, spinning OpenMP threads slowed 2-thread runs up to 8x.
+# Three workers on two cores: the two passes over the site (one worker each, at once) mostly wait on Chromium, page
+# loads and timers, and the third worker's tests (the package, the notebook runs) use the core they leave idle. Files
+# that share an expensive fixture (the served site, the JupyterLab server, the Colab-like venv) stay on one worker
+# (xdist_group marks). OMP_WAIT_POLICY=PASSIVE: with both cores busy, spinning OpenMP threads slowed 2-thread runs up to 8x.
 test: book
-	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 3 --dist loadgroup --durations=15
 
 check: $(PKG_STAMP)
 	$(PY) -m pytest -q tests -m "not browser and not slow"

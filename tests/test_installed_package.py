@@ -58,7 +58,7 @@ ASSETS = ("transformer_lite/book/assets/tiny_translator.pt", "transformer_lite/b
 # What Colab's image has before the set-up cell runs (torch is added with the pinned version).
 COLAB_PREINSTALLED = ["ipykernel", "nbclient", "nbformat", "matplotlib", "ipywidgets", "numpy", "tqdm"]
 SOURCE_MADE_BY: list = []  # how the `source` fixture made the code under test (printed)
-# one xdist worker runs this file: its tests share one Colab-like venv (`make test` runs `pytest -n 2 --dist loadgroup`)
+# one xdist worker runs this file: its tests share one Colab-like venv (`make test` runs `pytest -n 3 --dist loadgroup`)
 pytestmark = pytest.mark.xdist_group("colab")
 INSTALL_RE = re.compile(r'%pip install -q "(?P<name>transformer-step-by-step\[book\])==[^"]+"')
 

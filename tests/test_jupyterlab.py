@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 from chromium import need as _need  # the browser fixture is conftest.py's
 
-# one xdist worker runs this file: one JupyterLab server for all its tests (`make test` runs `pytest -n 2`)
+# one xdist worker runs this file: one JupyterLab server for all its tests (`make test` runs `pytest -n 3`)
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("jupyterlab")]
 
 ROOT = Path(__file__).resolve().parent.parent

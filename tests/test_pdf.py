@@ -67,7 +67,7 @@ class Edition:
                                      f"{width:.0f}")
 
 
-# one group per edition: under `make test` (-n 2 --dist loadgroup) the two PDFs are read on the two workers
+# one group per edition: under `make test` (-n 3 --dist loadgroup) the two PDFs are read on the two workers
 @pytest.fixture(scope="module", params=[pytest.param(e, marks=pytest.mark.xdist_group(f"pdf-{e}"))
                                         for e in sorted(EDITIONS)])
 def edition(request):

@@ -24,7 +24,7 @@ import pytest
 from chromium import need as _need
 
 # one xdist worker runs this file and tests/test_site.py/test_translator_web.py: they share the served site,
-# the browser and the pages' reports (`make test` runs `pytest -n 2 --dist loadgroup`)
+# the browser and the pages' reports (`make test` runs `pytest -n 3 --dist loadgroup`)
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("site")]
 
 ROOT = Path(__file__).resolve().parent.parent

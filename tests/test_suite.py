@@ -14,7 +14,7 @@ def test_grouped(i):
 
 
 def test_xdist_keeps_a_group_on_one_worker(tmp_path):
-    """`make test` runs `pytest -n 2 --dist loadgroup`: the tests that share the served site, the JupyterLab
+    """`make test` runs `pytest -n 3 --dist loadgroup`: the tests that share the served site, the JupyterLab
     server or the Colab-like venv must stay on one worker, or each worker builds its own (twice the work).
     pytest 9.2 + pytest-xdist 3.8.0 drop the groups without a word; this fails instead."""
     (tmp_path / "test_g.py").write_text(TEST)

@@ -35,7 +35,7 @@ from translator_page import (CAPSTONE, FIRST_MS, HANG_FACTOR, LATER_MS, REAL_AWK
                              sentences)
 
 # one xdist worker runs this file and tests/test_site.py/test_translator_web.py: they share the served site,
-# the browser and the pages' reports (`make test` runs `pytest -n 2 --dist loadgroup`)
+# the browser and the pages' reports (`make test` runs `pytest -n 3 --dist loadgroup`)
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("site")]
 
 CAPSTONE_ZH = "zh/notebooks/13_capstone_translator.html"
