@@ -260,3 +260,20 @@ def test_the_shipped_bert_results_have_what_the_chapter_needs(results):
     assert b["results"]["pretrained"]["32"]["accuracy"]["mean"] > b["results"]["scratch"]["32"]["accuracy"]["mean"] + 0.05
     # and every model beats always answering the most common tense of the test
     assert min(m for ms in mean.values() for m in ms) > max(b["test_shares"].values()) + 0.1
+
+
+def test_the_two_blocks_have_the_same_size_and_differ_only_in_the_block():
+    from transformer_lite.model import count_parameters
+    from transformer_lite.modern import ModernLM
+
+    old, new = (s.block_model(k, 300, seed=0) for k in s.BLOCK_MODELS)
+    assert isinstance(new, ModernLM) and not old.norm_first and old.causal
+    counts = [count_parameters(m) for m in (old, new)]
+    assert abs(counts[1] / counts[0] - 1) < 0.001  # the SwiGLU width is chosen to match
+    assert new.output.weight is new.token_embedding.weight and old.output.weight is old.token_embedding.weight
+    ids = torch.tensor([[1, 5, 6, 7, 2]])
+    assert old(ids).shape == new(ids).shape == (1, 5, 300)
+    with pytest.raises(ValueError, match="kind"):
+        s.block_model("llama", 300)
+    with pytest.raises(TypeError, match="kind"):
+        s.block_model(3, 300)

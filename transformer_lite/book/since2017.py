@@ -46,6 +46,12 @@ reads the shipped numbers (:func:`since2017_results`).
   recipe (AdamW, :data:`FINETUNE_STEPS` steps); the learning rate of each run is the best of :data:`FINETUNE_LRS`
   on a dev split of :data:`N_DEV` training sentences (``lr`` records the choice), never on the test.
 
+* ``blocks``: today's block against the 2017 block (:data:`BLOCK_MODELS`), each as the decoder-only translator of
+  ``translation`` on chapter 13b's real HSK pairs (:func:`real_joint_vocab`, :func:`block_model`: the same size within
+  0.1 %, :func:`modern_ffn_width` sizing the SwiGLU), 3 seeds, scored by BLEU and chrF on the 425 test pairs; every
+  test translation is stored, and :func:`block_bootstrap` compares the blocks seed by seed with the paired bootstrap
+  over test sentences (:func:`~transformer_lite.metrics.paired_bootstrap`). ``make since2017 blocks`` runs it alone.
+
 Every number is stored per seed (``per_seed``, in the order of :data:`SEEDS`) with its mean, min and max.
 """
 from __future__ import annotations
@@ -68,9 +74,11 @@ from .._checks import check_instance, check_int, check_number, check_positive_in
 from ..data import BOS, EOS, PAD, UNK, Vocab, all_translation_pairs, pad_batch, trim_padding
 from ..language_models import IGNORE_INDEX, LanguageModel, MaskedLM, generate, mask_tokens
 from ..masks import padding_mask
+from ..metrics import characters, corpus_bleu, corpus_chrf, paired_bootstrap
+from ..modern import ModernLM
 from ..model import count_parameters
 from ..training import History, label_smoothed_cross_entropy, optimization_step, paper_adam, warmup_scheduler
-from . import grammar_lab
+from . import grammar_lab, real_translator
 from .capstone import new_model, train_model
 from .pretrained import ASSETS, RECIPE, _processor
 from .runtime import num_threads
@@ -103,7 +111,21 @@ TOKEN_STEPS = (50, 100, 200, 400, 800)
 SCALING_BATCH = 32
 SCALING_LR = 3e-3
 LONG_RUN = dict(width=96, depth=3, steps=3000)  # one larger model trained long (seed 0): how close the floor is
-EXPERIMENTS = ("translation", "scaling", "bert")
+# -- experiment 4: the 2017 block against today's, on real sentences --------------------------------------
+# Chapter 13b's HSK pairs (real_translator.data_for(): the train split, its 425 test pairs, Chinese as characters),
+# translated by a decoder-only model as in experiment 1. Both models: d_model 64, 4 heads, 4 layers, a tied output
+# layer, N(0, 0.02) initialisation, no dropout (the modern block has none), and one recipe, 13b's: the paper's Adam
+# and warm-up schedule (400 steps), label smoothing 0.1, batch 64, for BLOCK_STEPS steps, fixed before the first
+# run and tuned for neither block (few steps: six runs on one shared CPU).
+BLOCK_SIZE = dict(d_model=64, nhead=4, num_layers=4)
+BLOCK_2017 = dict(dim_feedforward=256, dropout=0.0, activation="relu", norm_first=False, max_len=64)  # Post-LN,
+# ReLU, learned positions (the paper's sinusoids have no weights; learned ones cost 64 x 64 parameters)
+BLOCK_KV_HEADS = 2  # grouped-query attention: 4 query heads share 2 key/value heads
+BLOCK_STEPS = 600
+BLOCK_MODELS = {"block_2017": "the 2017 block: Post-LN LayerNorm, learned positions, ReLU FFN, multi-head attention",
+                "modern": "today's block: Pre-RMSNorm, RoPE, SwiGLU FFN, grouped-query attention, no biases"}
+BOOTSTRAP_DRAWS = 1000
+EXPERIMENTS = ("translation", "scaling", "bert", "blocks")
 
 
 # -- the joint sequences -------------------------------------------------------------------------
@@ -167,14 +189,19 @@ def sentence_examples(sentences: Sequence[str], vocab: Vocab) -> tuple[torch.Ten
 
 # -- training and translating -------------------------------------------------------------------------
 
-def train_lm(model: LanguageModel, ids: torch.Tensor, labels: torch.Tensor, *, steps: int, batch_size: int,
+def _check_lm(model):
+    if not isinstance(model, (LanguageModel, ModernLM)):
+        raise TypeError(f"model must be a LanguageModel or a modern.ModernLM, got {type(model).__name__}")
+
+
+def train_lm(model: LanguageModel | ModernLM, ids: torch.Tensor, labels: torch.Tensor, *, steps: int, batch_size: int,
              optimizer: torch.optim.Optimizer, scheduler=None, smoothing: float = 0.0, seed: int = 0,
              clip_grad_norm: float | None = None) -> History:
     """Next-token prediction: ``steps`` updates on random mini-batches of ``batch_size`` rows of ``ids`` (N, L),
     scoring ``labels[:, 1:]`` (positions labelled :data:`IGNORE_INDEX` are not scored). Batches and dropout are
     seeded by ``seed`` (the caller's random state is left untouched), as in :func:`~transformer_lite.training.train`.
     """
-    check_instance("model", model, LanguageModel)
+    _check_lm(model)
     check_instance("ids", ids, torch.Tensor)
     check_instance("labels", labels, torch.Tensor)
     if ids.dim() != 2 or labels.shape != ids.shape:
@@ -192,7 +219,7 @@ def train_lm(model: LanguageModel, ids: torch.Tensor, labels: torch.Tensor, *, s
         model.train()
         for _ in range(steps):
             idx = torch.randint(0, ids.shape[0], (batch_size,), generator=batches)
-            x = trim_padding(ids[idx], model.pad_id, min_len=2)  # (B, L')
+            x = trim_padding(ids[idx], getattr(model, "pad_id", PAD), min_len=2)  # (B, L')
             y = labels[idx][:, :x.shape[1]]
             logits = model(x[:, :-1])  # (B, L'-1, V)
             loss = label_smoothed_cross_entropy(logits, y[:, 1:], smoothing, ignore_index=IGNORE_INDEX)
@@ -226,12 +253,12 @@ def train_decoder_only(pairs: Sequence[tuple[str, str]], seed: int = 0, steps: i
     return model.eval(), vocab, history
 
 
-def lm_translate(model: LanguageModel, vocab: Vocab, sentences: Sequence[str], max_new_tokens: int = 16,
+def lm_translate(model: LanguageModel | ModernLM, vocab: Vocab, sentences: Sequence[str], max_new_tokens: int = 16,
                  use_cache: bool = True) -> list[str]:
     """Greedy translations by a decoder-only ``model``: each prompt ``<bos> English <sep>`` is extended token by
     token (:func:`~transformer_lite.language_models.generate`), and what follows ``<sep>`` up to ``<eos>`` is the
     translation. Prompts of one length run as one batch (no padding inside a prompt)."""
-    check_instance("model", model, LanguageModel)
+    _check_lm(model)
     check_instance("vocab", vocab, Vocab)
     if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)):
         raise TypeError(f"sentences must be a list of English sentences, got {type(sentences).__name__}")
@@ -254,6 +281,67 @@ def parameter_counts(data=None) -> dict:
     ed = count_parameters(new_model("transformer", data))
     do = count_parameters(new_decoder_only(len(joint_vocab())))
     return dict(encoder_decoder=ed, decoder_only=do, relative_difference=(do - ed) / ed)
+
+
+# -- the two blocks on real sentences ------------------------------------------------------------------------
+
+def real_joint_vocab(data=None) -> Vocab:
+    """One vocabulary for 13b's pairs: the specials, ``<sep>`` (id 4), 13b's English words, its Chinese characters
+    (each side's own vocabulary: a token seen fewer than twice in the train split reads as ``<unk>``)."""
+    data = real_translator.data_for() if data is None else data
+    return Vocab([SEP] + data.src_vocab.itos[4:] + data.tgt_vocab.itos[4:])
+
+
+def modern_ffn_width(vocab_size: int) -> int:
+    """The SwiGLU width that brings today's block to the 2017 model's parameter count (closest; :func:`block_model`)."""
+    check_positive_int("vocab_size", vocab_size)
+    target = count_parameters(block_model("block_2017", vocab_size))
+    with torch.device("meta"):
+        base = count_parameters(ModernLM(vocab_size, BLOCK_SIZE["d_model"], BLOCK_SIZE["nhead"], BLOCK_KV_HEADS,
+                                         BLOCK_SIZE["num_layers"], 1, tie_embeddings=True))
+    per_unit = 3 * BLOCK_SIZE["d_model"] * BLOCK_SIZE["num_layers"]  # three D x d_ff matrices per layer
+    return 1 + round((target - base) / per_unit)
+
+
+def block_model(kind: str, vocab_size: int, seed: int = 0):
+    """An untrained decoder-only translator of ``kind`` (:data:`BLOCK_MODELS`): a :class:`LanguageModel` of the
+    2017 block or a :class:`~transformer_lite.modern.ModernLM`, the same size, tied, N(0, 0.02) initialised."""
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be a str, one of {list(BLOCK_MODELS)}, got {type(kind).__name__}")
+    if kind not in BLOCK_MODELS:
+        raise ValueError(f"kind must be one of {list(BLOCK_MODELS)}, got {kind!r}")
+    check_positive_int("vocab_size", vocab_size)
+    check_int("seed", seed)
+    width = modern_ffn_width(vocab_size) if kind == "modern" else None
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if kind == "block_2017":
+            return LanguageModel(vocab_size, causal=True, **BLOCK_SIZE, **BLOCK_2017)
+        model = ModernLM(vocab_size, BLOCK_SIZE["d_model"], BLOCK_SIZE["nhead"], BLOCK_KV_HEADS,
+                         BLOCK_SIZE["num_layers"], width, tie_embeddings=True)
+        for p in model.parameters():
+            if p.dim() > 1:
+                torch.nn.init.normal_(p, std=0.02)  # the same initialisation as LanguageModel's (GPT-2's)
+        return model
+
+
+def real_hypotheses(outputs: Sequence[str]) -> list[list[str]]:
+    """Translations as 13b scores them: ``<unk>`` dropped, then cut into Chinese characters."""
+    return [characters(" ".join(t for t in out.split() if t != "<unk>")) for out in outputs]
+
+
+def block_bootstrap(runs: dict, refs: Sequence[Sequence[str]], draws: int = BOOTSTRAP_DRAWS) -> dict:
+    """Today's block against the 2017 block, seed by seed: :func:`~transformer_lite.metrics.paired_bootstrap` over
+    the test sentences of BLEU and chrF (seed i's modern model against seed i's 2017 model; draws seeded by i)."""
+    out = {}
+    for name, metric in (("bleu", corpus_bleu), ("chrf", corpus_chrf)):
+        rows = []
+        for i, (a, b) in enumerate(zip(runs["modern"], runs["block_2017"])):
+            r = paired_bootstrap(metric, real_hypotheses(a), real_hypotheses(b), refs, n=draws, seed=i)
+            rows.append({k: (100 * v if k != "a_wins" and isinstance(v, float) else
+                             [100 * x for x in v] if isinstance(v, (list, tuple)) else v) for k, v in r.items()})
+        out[name] = rows
+    return out
 
 
 # -- the scaling sweep's models --------------------------------------------------------------------------
@@ -624,13 +712,65 @@ def run_scaling(workers: int = WORKERS, log=print, widths=SCALING_WIDTHS, token_
                 tokens=dict(width=token_width, steps=list(token_steps), results=tokens), long_run=long)
 
 
+def _blocks_run(kind: str, seed: int, steps: int = BLOCK_STEPS) -> dict:
+    with num_threads(1):
+        cpu = time.thread_time()
+        data = real_translator.data_for()
+        vocab = real_joint_vocab(data)
+        ids, labels = joint_examples(data.train_pairs, vocab, mask_prompt=True)
+        model = block_model(kind, len(vocab), seed)
+        recipe = real_translator.REAL_RECIPE
+        optimizer = paper_adam(model.parameters())
+        scheduler = warmup_scheduler(optimizer, BLOCK_SIZE["d_model"], recipe.warmup_steps, recipe.lr_factor)
+        history = train_lm(model, ids, labels, steps=steps, batch_size=recipe.batch_size, optimizer=optimizer,
+                           scheduler=scheduler, smoothing=recipe.smoothing, seed=seed)
+        model.eval()
+        outputs = lm_translate(model, vocab, [en for en, _ in data.test_pairs],
+                               max_new_tokens=2 * data.test_tgt.shape[1])
+        hyps = real_hypotheses(outputs)
+        refs = [characters(zh) for _, zh in data.test_pairs]
+        return dict(bleu=100 * corpus_bleu(hyps, refs).score, chrf=100 * corpus_chrf(hyps, refs).score,
+                    final_loss=statistics.fmean(history.loss[-50:]), first_loss=history.loss[0],
+                    parameters=count_parameters(model), outputs=outputs, cpu_seconds=time.thread_time() - cpu)
+
+
+def run_blocks(workers: int = WORKERS, log=print, seeds=SEEDS, steps: int = BLOCK_STEPS) -> dict:
+    jobs = [("_blocks_run", dict(kind=k, seed=s, steps=steps)) for k in BLOCK_MODELS for s in seeds]
+    runs = iter(_run_all(jobs, workers, log))
+    return assemble_blocks({k: [next(runs) for _ in seeds] for k in BLOCK_MODELS}, steps)
+
+
+def assemble_blocks(by_kind: dict, steps: int = BLOCK_STEPS) -> dict:
+    """The ``blocks`` record from the runs (``{kind: [one _blocks_run result per seed]}``), with the bootstrap."""
+    data = real_translator.data_for()
+    refs = [characters(zh) for _, zh in data.test_pairs]
+    vocab_size = len(real_joint_vocab(data))
+    results = {k: dict(bleu=_stats([r["bleu"] for r in rs]), chrf=_stats([r["chrf"] for r in rs]),
+                       final_loss=_stats([r["final_loss"] for r in rs]), first_loss=_stats([r["first_loss"] for r in rs]),
+                       cpu_seconds=_stats([r["cpu_seconds"] for r in rs]), parameters=rs[0]["parameters"],
+                       translations=[r["outputs"] for r in rs])
+               for k, rs in by_kind.items()}
+    counts = {k: results[k]["parameters"] for k in BLOCK_MODELS}
+    recipe = real_translator.REAL_RECIPE
+    return dict(data="chapter 13b's HSK pairs: the train split, scored on the 425 test pairs (Chinese characters)",
+                n_train=len(data.train_pairs), n_test=len(data.test_pairs), joint_vocabulary=vocab_size,
+                steps=steps, batch_size=recipe.batch_size, warmup_steps=recipe.warmup_steps,
+                smoothing=recipe.smoothing, models=BLOCK_MODELS, size=BLOCK_SIZE, block_2017=BLOCK_2017,
+                kv_heads=BLOCK_KV_HEADS, modern_ffn=modern_ffn_width(vocab_size),
+                parameters=dict(counts, relative_difference=(counts["modern"] - counts["block_2017"])
+                                / counts["block_2017"]),
+                recipe="both blocks: 13b's recipe (the paper's Adam, warm-up 400 steps, label smoothing 0.1, "
+                       "batch 64), no dropout, N(0, 0.02) initialisation, a tied output layer; nothing tuned",
+                results=results, bootstrap=block_bootstrap({k: results[k]["translations"] for k in BLOCK_MODELS},
+                                                           refs))
+
 def measure(workers: int = WORKERS, log=print, only: Sequence[str] | None = None, done=None) -> dict:
     """Every experiment (``only``: some of :data:`EXPERIMENTS`); ``done(results)`` after each one."""
     check_positive_int("workers", workers)
     if only is not None and not set(only) <= set(EXPERIMENTS):
         raise ValueError(f"only must name experiments among {list(EXPERIMENTS)}, got {list(only)}")
     results = {}
-    for name, run in dict(translation=run_translation, scaling=run_scaling, bert=run_bert).items():
+    for name, run in dict(translation=run_translation, scaling=run_scaling, bert=run_bert, blocks=run_blocks).items():
         if only is None or name in only:
             start = time.perf_counter()
             log(f"{name}:")
