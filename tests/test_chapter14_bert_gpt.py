@@ -109,7 +109,8 @@ def test_notebook_has_its_checks():
                    "12_inference.ipynb#sampling-temperature-and-top-k",  # chapter 12's control, not a copy
                    "check.exercise_14_1", "check.exercise_14_3", "**Misconception.**"):
         assert needle in text, needle
-    assert "explore(" not in text  # the temperature control lives in chapter 12 only
+    assert "explore(family_frame" in text  # its own control: what each family reads (temperature: chapter 12 only)
+    assert "explore(sampling" not in text and "check.exercise_14_4" not in text  # RoPE by hand: chapter 15's
     assert "first layer of each stack" not in text  # T5's bias is stored there but added in every layer
     headings = [h for c in nb["cells"] if c["cell_type"] == "markdown"
                 for h in ["".join(c["source"]).split("\n", 1)[0]] if h.startswith("## ")]

@@ -79,3 +79,24 @@ def test_published_counts_by_formula():
                                tie_embeddings=True, qkv_bias=True)
     assert tl.count_parameters(llama) == formula(32000, 4096, 32, 32, 128, 11008, False, False)
     assert tl.count_parameters(qwen) == formula(151936, 896, 24, 2, 64, 4864, True, True)
+
+
+def test_exercise_15_1_llama3_8b_count_and_cache():
+    with torch.device("meta"):
+        model = modern.ModernLM(128_256, 4096, nhead=32, num_kv_heads=8, num_layers=32, dim_feedforward=14_336)
+    assert tl.count_parameters(model) == 8_030_261_248  # Meta's 8.03B
+    assert modern.kv_cache_bytes(1, 1, 32, 8, 128, torch.bfloat16) == 128 * 1024
+
+
+def test_exercise_15_2_the_two_rope_layouts_give_the_same_scores():
+    from transformer_lite.book.check import ch15
+
+    g = torch.Generator().manual_seed(1)
+    H, d_h, D = 2, 8, 16
+    w_q, w_k = (torch.randn(H * d_h, D, generator=g, dtype=torch.float64) for _ in range(2))
+    x = torch.randn(5, D, generator=g, dtype=torch.float64)
+    halves = lambda w: w.reshape(H, d_h // 2, 2, -1).transpose(1, 2).reshape(w.shape)  # noqa: E731
+    assert torch.allclose(ch15._scores(w_q, w_k, x, H, lm.rotary),
+                          ch15._scores(halves(w_q), halves(w_k), x, H, ch15._rotate_half_rope), atol=1e-10)
+    assert not torch.allclose(ch15._scores(w_q, w_k, x, H, lm.rotary),
+                              ch15._scores(w_q, w_k, x, H, ch15._rotate_half_rope), atol=1e-3)

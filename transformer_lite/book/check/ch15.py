@@ -5,72 +5,104 @@ import math
 
 import torch
 
-from transformer_lite import modern
+from transformer_lite import language_models as lm, modern
+from transformer_lite.model import count_parameters
 
 from . import Wrong, call, exercise
 
 
-def _rms_wrong(kind):
-    def norm(x, weight, eps):
-        if kind == "layernorm":  # subtracts the mean: that is LayerNorm
-            x = x - x.mean(dim=-1, keepdim=True)
-            return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight
-        if kind == "eps_outside":
-            return x / (torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True)) + eps) * weight
-        if kind == "no_weight":
-            return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)
-        return x / torch.sqrt(x.pow(2).sum(dim=-1, keepdim=True) + eps) * weight  # sum instead of mean
-    return norm
+LLAMA3_8B = 8_030_261_248  # Meta's config.json for Llama 3 8B, counted on the meta device
 
 
-@exercise("15.1", wrong=[lambda: (_rms_wrong("layernorm"),), lambda: (_rms_wrong("eps_outside"),),
-                         lambda: (_rms_wrong("no_weight"),), lambda: (_rms_wrong("sum"),)])
-def exercise_15_1(my_rms_norm):
+def _llama3(**changes):
+    def build():
+        config = dict(vocab_size=128_256, d_model=4096, nhead=32, num_kv_heads=8, num_layers=32,
+                      dim_feedforward=14_336, tie_embeddings=False, rope_base=500_000.0)
+        config.update(changes)
+        with torch.device("meta"):
+            return modern.ModernLM(**config)
+    return build
+
+
+@exercise("15.1", wrong=[lambda: (_llama3(tie_embeddings=True),), lambda: (_llama3(num_kv_heads=32),),
+                         lambda: (_llama3(dim_feedforward=None),), lambda: (_llama3(vocab_size=32_000),)])
+def exercise_15_1(my_llama3_8b):
+    model = call(my_llama3_8b, name="my_llama3_8b()")
+    if not isinstance(model, modern.ModernLM):
+        raise Wrong(f"my_llama3_8b() should return a modern.ModernLM, got {type(model).__name__}.",
+                    hint="build it inside `with torch.device(\"meta\"):` so that no memory is allocated.")
+    got = count_parameters(model)
+    if got != LLAMA3_8B:
+        layer = model.layers[0]
+        if model.output.weight is model.token_embedding.weight:
+            hint = "Llama 3 8B does not tie its output layer to the embedding (tie_word_embeddings: false)."
+        elif layer.attention.num_kv_heads != 8:
+            hint = "num_key_value_heads is 8: grouped-query attention, 4 query heads per key/value head."
+        elif layer.feed_forward.w1.out_features != 14_336:
+            hint = "intermediate_size is 14,336 (3.5 D), wider than llama_ffn_dim's 8/3 D rule."
+        else:
+            hint = "vocab_size 128,256, hidden_size 4,096, 32 layers, 32 heads, 8 key/value heads."
+        raise Wrong(f"your model has {got:,} parameters; Llama 3 8B has {LLAMA3_8B:,}.", hint=hint)
+    per_token = modern.kv_cache_bytes(1, 1, len(model.layers), model.layers[0].attention.num_kv_heads,
+                                      model.layers[0].attention.head_dim, torch.bfloat16)
+    return (f"{got:,} parameters, Llama 3 8B's count; its KV cache takes {per_token // 1024} KiB per token in 16 bits, "
+            f"a quarter of what 32 key/value heads would take.")
+
+
+def _pairs_to_halves_wrong(kind):
+    def permute(w, num_heads):
+        d = w.shape[0] // num_heads
+        w = w.reshape(num_heads, d, -1)
+        if kind == "inverse":  # halves -> pairs: the other direction
+            w = w.reshape(num_heads, 2, d // 2, -1).transpose(1, 2)
+        elif kind == "whole":  # across the whole output, not per head
+            return w.reshape(num_heads * d, -1).reshape(-1, 2, w.shape[-1]).transpose(0, 1).reshape(num_heads * d, -1)
+        return w.reshape(num_heads * d, -1)
+    return permute
+
+
+def _rotate_half_rope(x, base=10000.0):
+    """RoPE in Hugging Face's layout: feature i pairs with i + D/2 (``rotate_half``). x (H, L, D)."""
+    D = x.shape[-1]
+    theta = base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+    angle = torch.arange(x.shape[-2], dtype=torch.float64)[:, None] * theta  # (L, D/2)
+    cos, sin = torch.cat([angle.cos()] * 2, -1).to(x.dtype), torch.cat([angle.sin()] * 2, -1).to(x.dtype)
+    rotated = torch.cat([-x[..., D // 2:], x[..., :D // 2]], dim=-1)
+    return x * cos + rotated * sin
+
+
+def _scores(w_q, w_k, x, num_heads, rope):
+    q = (x @ w_q.T).reshape(x.shape[0], num_heads, -1).transpose(0, 1)  # (H, L, D_h)
+    k = (x @ w_k.T).reshape(x.shape[0], num_heads, -1).transpose(0, 1)
+    q, k = rope(q), rope(k)
+    return q @ k.transpose(-1, -2)  # (H, L, L)
+
+
+@exercise("15.2", wrong=[lambda: (_pairs_to_halves_wrong("inverse"),), lambda: (_pairs_to_halves_wrong("whole"),),
+                         lambda: (lambda w, num_heads: w,)])
+def exercise_15_2(my_to_halves):
     g = torch.Generator().manual_seed(0)
-    for shape, eps in [((3, 8), 1e-6), ((2, 4, 16), 0.5)]:
-        x = torch.randn(*shape, generator=g) * 0.3 + 0.7  # a mean far from 0, small values: eps matters
-        weight = torch.rand(shape[-1], generator=g) + 0.5
-        got = call(my_rms_norm, x.clone(), weight.clone(), eps, name="my_rms_norm(x, weight, eps)")
-        if not isinstance(got, torch.Tensor) or got.shape != x.shape:
-            raise Wrong(f"my_rms_norm should return a tensor of shape {tuple(x.shape)}, got "
+    num_heads, d_h, D, L = 3, 8, 24, 6
+    w_q, w_k = (torch.randn(num_heads * d_h, D, generator=g, dtype=torch.float64) for _ in range(2))
+    x = torch.randn(L, D, generator=g, dtype=torch.float64)
+    expected = _scores(w_q, w_k, x, num_heads, lm.rotary)  # neighbouring pairs (Meta's layout)
+    got_q = call(my_to_halves, w_q.clone(), num_heads, name="my_to_halves(w_q, num_heads)")
+    got_k = call(my_to_halves, w_k.clone(), num_heads, name="my_to_halves(w_k, num_heads)")
+    for got in (got_q, got_k):
+        if not isinstance(got, torch.Tensor) or got.shape != w_q.shape:
+            raise Wrong(f"my_to_halves should return a tensor of shape {tuple(w_q.shape)}, got "
                         f"{type(got).__name__} {tuple(getattr(got, 'shape', ()))}.")
-        expected = modern.rms_norm(x, weight, eps)
-        if not torch.allclose(got.float(), expected, atol=1e-5):
-            centred = x - x.mean(dim=-1, keepdim=True)
-            if torch.allclose(got.float(), modern.rms_norm(centred, weight, eps), atol=1e-5):
-                hint = "you subtracted the mean: that is LayerNorm. RMSNorm divides x itself by its root mean square."
-            elif torch.allclose(got.float(), modern.rms_norm(x, None, eps), atol=1e-5):
-                hint = "multiply by the gain (weight), feature by feature."
-            else:
-                hint = ("divide by sqrt(mean of x² over the last dimension + eps): eps inside the root, "
-                        "the mean (not the sum) of the squares.")
-            raise Wrong(f"my_rms_norm differs from RMSNorm on an input of shape {tuple(x.shape)} (eps={eps}).",
-                        hint=hint)
-    return "your RMSNorm equals modern.rms_norm (and so nn.RMSNorm)."
-
-
-@exercise("15.2", wrong=[lambda: (lambda B, T, N, H, D, b: B * T * N * H * D * b,),
-                         lambda: (lambda B, T, N, H, D, b: 2 * B * T * H * D * b,),
-                         lambda: (lambda B, T, N, H, D, b: 2 * B * T * N * H * D * b * 8,)])
-def exercise_15_2(my_kv_cache_bytes):
-    cases = [(1, 4096, 32, 32, 128, 2), (8, 4096, 32, 8, 128, 2), (1, 32768, 24, 2, 64, 2), (3, 20, 4, 1, 8, 4)]
-    dtypes = {2: torch.float16, 4: torch.float32}
-    for B, T, N, H, D, b in cases:
-        expected = modern.kv_cache_bytes(B, T, N, H, D, dtypes[b])
-        got = call(my_kv_cache_bytes, B, T, N, H, D, b, name=f"my_kv_cache_bytes{(B, T, N, H, D, b)}")
-        try:
-            got = int(got)
-        except (TypeError, ValueError):
-            raise Wrong(f"my_kv_cache_bytes should return a whole number of bytes, got {type(got).__name__}.") from None
-        if got != expected:
-            if got * 2 == expected:
-                hint = "the cache holds keys and values: two tensors."
-            elif got == 8 * expected:
-                hint = "bytes, not bits: a 16-bit number takes 2 bytes."
-            else:
-                hint = "multiply: 2 (K and V) x batch x tokens x layers x KV heads x head width x bytes per number."
-            raise Wrong(f"my_kv_cache_bytes{(B, T, N, H, D, b)} = {got:,}, expected {expected:,}.", hint=hint)
-    return "your formula gives the cache sizes of this chapter: 512 KiB per token for Llama 2 7B, 12 KiB for Qwen2.5-0.5B."
+    if sorted(got_q.sum(-1).tolist()) != sorted(w_q.sum(-1).tolist()):
+        raise Wrong("my_to_halves should only reorder the rows of w (the output features), not change them.",
+                    hint="index w with a permutation of its rows, e.g. w[order].")
+    scores = _scores(got_q.to(torch.float64), got_k.to(torch.float64), x, num_heads, _rotate_half_rope)
+    if not torch.allclose(scores, expected, atol=1e-8):
+        raise Wrong("with your rows and rotate_half's RoPE, the attention scores differ from those of the original "
+                    "rows with neighbouring pairs.",
+                    hint="per head, the new order of the rows is the even features 0, 2, 4, ... then the odd ones "
+                         "1, 3, 5, ...: pair (2i, 2i + 1) becomes (i, i + D_h / 2).")
+    return ("the same scores in both layouts: per head, the even rows then the odd ones. "
+            "Hugging Face's conversion script for Meta's Llama weights does exactly this to W_Q and W_K.")
 
 
 def _merge_right(m1, l1, m2, l2):
