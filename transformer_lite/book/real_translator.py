@@ -10,21 +10,18 @@ broken down by HSK level and by English length, with examples of its failures.
 * :func:`evaluate` greedy-decodes a split and scores it.
 * :func:`real_translator` loads the shipped model (no training), made by
   ``python -m transformer_lite.book.real_translator`` (:func:`write_shipped_real_translator`).
-* :func:`measure_baselines` trains IBM Model 1, a GRU with attention, a Transformer without positions
-  and the Transformer on the same split, with several seeds, and writes ``assets/real_baselines.json``.
+* :func:`write_baselines` (``make real-baselines``) trains IBM Model 1, a GRU with attention, a Transformer
+  without positions, the Transformer with BPE English and the Transformer on the same split, three seeds each,
+  and writes ``assets/real_baselines.json`` with every run's per-sentence translations, so a chapter can compare
+  any two by a paired bootstrap (:func:`transformer_lite.metrics.paired_bootstrap`).
 
-How the recipe was chosen (measured on this machine, one thread): a Post-LN Transformer, D=128,
-H=4, 2+2 layers, FFN 256, output layer tied to the target embedding (1,052,985 parameters, ~4.2 MB
-in float32), batch 64, warm-up 400, dropout 0.1, label smoothing 0.1. One training step takes
-0.16 s of one thread (50 steps: 8.0 s; the GRU baseline 5.2 s), so a budget of ~3-4 minutes of one
-thread allows ~1,200-1,500 steps. A run scoring the dev split every 250 steps reached dev chrF 6.5 /
-BLEU 2.5 after 250 steps; the machine was then shared with other jobs (our runs got 10-40% of a
-core), the run was stopped there, and the step count was cut to 800 (~2 minutes of one thread) so
-that the shipped model and 3 seeds of every baseline could be trained in the time there was. Whether
-800 steps gives most of the gain is therefore NOT measured: the shipped report's loss by tenths of the
-run is the evidence there is (see ``real_translator.json``, ``loss.tenths``). On an idle core an 800-step
-run takes ~80 s (``real_baselines.json``: no_positions seed 2, the data-size runs); ``cpu_seconds`` there
-is ~90 s for the Transformer and ~66 s for the GRU.
+How the recipe was chosen (one thread): a Post-LN Transformer, D=128, H=4, 2+2 layers, FFN 256, output
+layer tied to the target embedding (1,052,985 parameters, ~4.2 MB in float32), batch 64, warm-up 400,
+dropout 0.1, label smoothing 0.1. The step count was chosen on the DEV split with seed 0: greedy dev BLEU
+was 9.4 after 800 steps, 13.8 after 1,600, 13.9 after 2,000 and 14.3 after 3,200, and the gain stops at
+about 1,600 (the comment beside :attr:`RealRecipe.steps`). A 1,600-step run takes about 175-190 s of one
+thread's CPU time (``cpu_seconds`` in ``real_translator.json`` and ``real_baselines.json``). The GRU's steps
+are chosen on dev the same way, by :func:`write_baselines` (``gru_tuning`` in the baselines).
 """
 from __future__ import annotations
 
@@ -41,10 +38,10 @@ from pathlib import Path
 
 import torch
 
-from .._checks import check_instance, check_int, check_positive_int
+from .._checks import check_instance, check_int, check_number, check_positive_int
 from ..baselines import DictionaryTranslator
-from ..data import BOS, EOS, TranslationData
-from ..decoding import greedy_decode
+from ..data import BOS, EOS, UNK, TranslationData, pad_batch
+from ..decoding import beam_search, greedy_decode
 from ..metrics import characters, corpus_bleu, corpus_chrf
 from ..model import TransformerConfig, count_parameters
 from ..training import paper_adam, train, warmup_scheduler
@@ -88,7 +85,11 @@ SHIPPED_BASELINES = ASSETS / "real_baselines.json"  # measure_baselines()
 
 LENGTH_BUCKETS = ((1, 4), (5, 7), (8, None))  # English words, inclusive; None: no upper bound
 GRU_SIZE = dict(embed=128, hidden=192, dropout=0.1)  # about the Transformer's parameter count
-GRU_LR = 3e-3  # Adam, constant, gradients clipped to norm 1 (as in the grammar capstone)
+GRU_LR = 3e-3  # Adam, constant, gradients clipped to norm 1 (as in the grammar capstone); the default of train_model
+# The GRU's steps are chosen as the Transformer's were: seed 0, greedy dev BLEU every TUNE_EVERY steps up to TUNE_STEPS,
+# the best point (ties: fewer steps). Like the Transformer's schedule, its learning rate is not tuned.
+TUNE_EVERY, TUNE_STEPS = 400, 3200
+BEAM_SIZE, LENGTH_PENALTY = 4, 0.6  # the translator box's beam search (transformer_lite.book.translate)
 KINDS = ("transformer", "no_positions", "gru")
 
 DATA_NOTE = (f"Trained on {real_data.ATTRIBUTION} The weights are derived from CC BY-SA 4.0 data; "
@@ -119,10 +120,11 @@ def new_model(kind: str, data: TranslationData, recipe: RealRecipe | None = None
 
 
 def train_model(kind: str, data: TranslationData, recipe: RealRecipe | None = None, seed: int | None = None,
-                progress: bool = False, threads: int | None = 1, eval_fn=None, eval_every: int | None = None):
+                progress: bool = False, threads: int | None = 1, eval_fn=None, eval_every: int | None = None,
+                gru_lr: float = GRU_LR):
     """Train a model of ``kind`` on ``data`` with the recipe's steps and batches; ``(model, history)``.
 
-    Transformers use the paper's Adam and warm-up schedule; the GRU Adam at a constant :data:`GRU_LR`
+    Transformers use the paper's Adam and warm-up schedule; the GRU Adam at a constant ``gru_lr``
     with gradients clipped to norm 1. ``threads`` CPU threads (``None``: torch's setting).
     """
     recipe = _check_recipe(recipe)
@@ -133,7 +135,8 @@ def train_model(kind: str, data: TranslationData, recipe: RealRecipe | None = No
         check_positive_int("threads", threads)
     model = new_model(kind, data, recipe, seed)
     if kind == "gru":
-        optimizer, scheduler, clip = torch.optim.Adam(model.parameters(), lr=GRU_LR), None, 1.0
+        gru_lr = check_number("gru_lr", gru_lr, positive=True)
+        optimizer, scheduler, clip = torch.optim.Adam(model.parameters(), lr=gru_lr), None, 1.0
     else:
         optimizer, clip = paper_adam(model.parameters()), None
         scheduler = warmup_scheduler(optimizer, recipe.model.d_model, recipe.warmup_steps, factor=recipe.lr_factor)
@@ -199,13 +202,19 @@ def _bucket(n_words: int) -> str:
     raise ValueError(f"no length bucket for {n_words} words")
 
 
-def translate_split(model, data: TranslationData) -> list[str]:
-    """Greedy translations of every held-out sentence (Chinese tokens joined by spaces, ``<unk>`` kept)."""
+def translate_split(model, data: TranslationData, beam_size: int = 1) -> list[str]:
+    """Translations of every held-out sentence (Chinese tokens joined by spaces, ``<unk>`` kept): greedy, or beam
+    search with ``beam_size`` > 1 and the translator box's length penalty."""
+    check_positive_int("beam_size", beam_size)
     if isinstance(model, DictionaryTranslator):
         return [model.translate(en) for en, _ in data.test_pairs]
     max_new = min(model.max_len - 1, 2 * data.test_tgt.shape[1])  # room to show run-on output
-    with num_threads(None):
-        out = greedy_decode(model.cpu().eval(), data.test_src, max_new, BOS, EOS)  # (N, L)
+    with num_threads(None), torch.no_grad():
+        if beam_size == 1:
+            out = greedy_decode(model.cpu().eval(), data.test_src, max_new, BOS, EOS)  # (N, L)
+        else:
+            out = beam_search(model.cpu().eval(), data.test_src, beam_size, max_new, BOS, EOS,
+                              length_penalty=LENGTH_PENALTY)  # (N, L)
     return [data.tgt_vocab.decode(row.tolist()) for row in out]
 
 
@@ -234,10 +243,12 @@ def failure_kinds(en: str, src_vocab, hyp: list[str], ref: list[str]) -> list[st
     return kinds
 
 
-def evaluate(model, data: TranslationData, held_out: str = "test", examples: int = 12) -> dict:
-    """Greedy-decode ``data``'s held-out split and score it: BLEU and chrF (0-100) on Chinese characters.
+def evaluate(model, data: TranslationData, held_out: str = "test", examples: int = 12, beam_size: int = 1) -> dict:
+    """Greedy-decode ``data``'s held-out split (beam search if ``beam_size`` > 1) and score it: BLEU and chrF
+    (0-100) on Chinese characters.
 
-    ``<unk>`` in a translation is dropped before scoring (it can match nothing). Returns
+    ``<unk>`` in a translation is dropped before scoring (it can match nothing). Returns ``hypotheses`` (each
+    translation as the string of characters that was scored, for a paired bootstrap),
     ``bleu``, ``chrf``, ``n``, ``by_level`` and ``by_length`` (English words: 1-4, 5-7, 8+; each a dict of
     ``bleu``, ``chrf``, ``n``), ``failure_counts`` (kind -> sentences) and ``failures``: up to ``examples``
     wrong translations of each kind, ``{english, reference, translation, kinds}``.
@@ -252,7 +263,7 @@ def evaluate(model, data: TranslationData, held_out: str = "test", examples: int
         raise TypeError(f"model must be a torch.nn.Module with encode/decode or a DictionaryTranslator, "
                         f"got {type(model).__name__}")
     levels = _levels(held_out, data)
-    outputs = translate_split(model, data)
+    outputs = translate_split(model, data, beam_size)
     hyps = [characters(" ".join(t for t in out.split() if t != "<unk>")) for out in outputs]
     refs = [characters(zh) for _, zh in data.test_pairs]
     result = _scores(hyps, refs)
@@ -274,6 +285,7 @@ def evaluate(model, data: TranslationData, held_out: str = "test", examples: int
             shown.update(kinds)
             failures.append(dict(english=en, reference="".join(r), translation=out.replace(" ", ""), kinds=kinds))
     result["exact_match"] = sum(h == r for h, r in zip(hyps, refs)) / len(refs)
+    result["hypotheses"] = ["".join(h) for h in hyps]
     result["failure_counts"] = dict(sorted(counts.items()))
     result["failures"] = failures
     return result
@@ -353,16 +365,17 @@ def _summary(rows: list[dict]) -> dict:
 
 
 def _brief(scores: dict) -> dict:
-    return {k: scores[k] for k in ("bleu", "chrf", "exact_match", "by_level", "by_length", "failure_counts")}
+    return {k: scores[k] for k in ("bleu", "chrf", "exact_match", "by_level", "by_length", "failure_counts",
+                                   "hypotheses") if k in scores}
 
 
 def measure_one(kind: str, seed: int, recipe: RealRecipe | None = None, data: TranslationData | None = None,
-                threads: int | None = 1) -> dict:
+                threads: int | None = 1, gru_lr: float = GRU_LR) -> dict:
     """Train one model of ``kind`` with ``seed`` and score it on the recipe's held-out split."""
     recipe = _check_recipe(recipe)
     data = data if data is not None else data_for(recipe)
     cpu = time.thread_time()
-    model, history = train_model(kind, data, recipe, seed=seed, threads=threads)
+    model, history = train_model(kind, data, recipe, seed=seed, threads=threads, gru_lr=gru_lr)
     cpu = time.thread_time() - cpu
     scores = evaluate(model, data, held_out=recipe.held_out)
     return dict(kind=kind, seed=seed, steps=recipe.steps, parameters=count_parameters(model),
@@ -394,103 +407,278 @@ def measure_baselines(seeds=(0, 1, 2), kinds=KINDS, recipe: RealRecipe | None = 
 CURVE_SIZES = (400, 800, 1600)  # training pairs of the data-size curve (+ the full train split: the shipped model)
 
 
-def _measure_task(task: tuple) -> dict:
-    """One run of :func:`write_baselines`, in a worker process: ``(kind, seed, n_train or None[, steps])``."""
-    kind, seed, n_train, *steps = task
-    recipe = dataclasses.replace(REAL_RECIPE, steps=steps[0]) if steps else REAL_RECIPE
+def bpe_source(data: TranslationData, merges: int = real_data.BPE_MERGES,
+               min_freq: int | None = None) -> TranslationData:
+    """``data`` with its English cut into byte-pair symbols (chapter 1's BPE, ``merges`` learned on the train split).
+
+    Only the source side changes: ``src_vocab`` (the symbols seen at least ``min_freq`` times in training; default the
+    recipe's cut), ``train_src`` and ``test_src``. ``train_pairs`` and ``test_pairs`` keep the English words, so the
+    scores break down by level and length as for words.
+    """
+    check_instance("data", data, TranslationData)
+    check_positive_int("merges", merges)
+    min_freq = REAL_RECIPE.min_freq if min_freq is None else check_positive_int("min_freq", min_freq)
+    train, test = real_data._bpe([en.split() for en, _ in data.train_pairs],
+                                 [en.split() for en, _ in data.test_pairs], merges)
+    vocab = real_data._vocab(train, min_freq)
+    return dataclasses.replace(data, src_vocab=vocab, train_src=pad_batch([vocab.encode(s) for s in train]),
+                               test_src=pad_batch([vocab.encode(s) for s in test]))
+
+
+def unknown_rates(data: TranslationData) -> dict:
+    """How much of the held-out source reads as ``<unk>``: the share of tokens, and of sentences with at least one."""
+    check_instance("data", data, TranslationData)
+    real = data.test_src != 0  # (N, S): not padding
+    unk = data.test_src == UNK
+    return dict(tokens=round(unk.sum().item() / real.sum().item(), 4),
+                sentences=round(unk.any(dim=1).float().mean().item(), 4),
+                mean_length=round(real.sum().item() / len(data.test_pairs), 2))
+
+
+def _measure_task(task: dict) -> dict:
+    """One run of :func:`write_baselines`, in a worker process.
+
+    ``task``: ``kind``, ``seed`` and optionally ``n_train`` (a random subset of the train split), ``steps``,
+    ``gru_lr``, ``source`` ("bpe": :func:`bpe_source`) and ``every``: then the run is a *trajectory*, scored every
+    ``every`` steps on the dev split (greedy BLEU, for choosing the steps) and on the test split (everything
+    :func:`evaluate` reports). Scoring draws no random numbers, so the model after k steps of a trajectory is the
+    model of a k-step run: one trajectory gives every step count of the grid.
+    """
+    task = dict(task)
+    kind, seed = task.pop("kind"), task.pop("seed")
+    recipe = dataclasses.replace(REAL_RECIPE, steps=task.pop("steps", REAL_RECIPE.steps))
+    gru_lr, every, points_log = task.pop("gru_lr", GRU_LR), task.pop("every", None), task.pop("points_log", None)
+    n_train, source = task.pop("n_train", None), task.pop("source", "words")
+    if task:
+        raise ValueError(f"task has unknown keys {sorted(task)}")
     data = data_for(recipe)
     if n_train is not None:
         data = subset(data, n_train, seed=0)
-    row = measure_one(kind, seed, recipe, data, threads=1)
-    return dict(row, n_train=len(data.train_pairs))
+    if source == "bpe":
+        data = bpe_source(data)
+    extra = dict(n_train=len(data.train_pairs), source=source, unknown=unknown_rates(data))
+    if kind == "gru":
+        extra["gru_lr"] = gru_lr
+    if every is None:
+        row = measure_one(kind, seed, recipe, data, threads=1, gru_lr=gru_lr)
+        if source != "words":  # the rule behind "unknown source word" reads English words against src_vocab
+            row["failure_counts"].pop("unknown source word", None)
+        return dict(row, **extra)
+    dev = data_for(dataclasses.replace(recipe, held_out="dev"))
+    scoring = [0.0]  # CPU seconds spent scoring, taken out of the training cost
+
+    def score(model):
+        start = time.thread_time()
+        result = dict(dev_bleu=evaluate(model, dev, held_out="dev", examples=0)["bleu"],
+                      test=_brief(evaluate(model, data, held_out=recipe.held_out)))
+        scoring[0] += time.thread_time() - start
+        if points_log is not None:  # a long trajectory leaves its points as they come
+            with open(points_log, "a", encoding="utf-8") as f:
+                f.write(json.dumps(dict(kind=kind, seed=seed, scoring_seconds=round(scoring[0], 2),
+                                        cpu_seconds=round(time.thread_time() - cpu, 2), **result),
+                                   ensure_ascii=False) + "\n")
+        return result
+
+    cpu = time.thread_time()  # read by score() too
+    model, history = train_model(kind, data, recipe, seed=seed, threads=1, gru_lr=gru_lr, eval_fn=score,
+                                 eval_every=every)
+    cpu = time.thread_time() - cpu - scoring[0]
+    points = [dict(step=step, dev_bleu=round(r["dev_bleu"], 2),
+                   final_loss=round(sum(history.loss[max(0, step - 50):step]) / min(50, step), 4), **r["test"])
+              for step, r in history.evals]
+    return dict(kind=kind, seed=seed, trajectory=True, steps=recipe.steps, parameters=count_parameters(model),
+                train_seconds=round(history.seconds, 2), cpu_seconds=round(cpu, 2), points=points, **extra)
 
 
-def equal_time_steps(result: dict) -> int:
-    """The GRU's steps in the Transformer's CPU time: the recipe's steps x (Transformer / GRU CPU seconds), to 100."""
-    ratio = result["transformer"]["cpu_seconds"]["mean"] / result["gru"]["cpu_seconds"]["mean"]
-    return int(round(REAL_RECIPE.steps * ratio / 100) * 100)
+def choose_steps(trajectory: dict) -> int:
+    """The step count with the best dev BLEU along a trajectory; ties go to fewer steps."""
+    return max(trajectory["points"], key=lambda p: (p["dev_bleu"], -p["step"]))["step"]
 
 
-def add_gru_equal_time(result: dict, seeds=(0, 1, 2), jobs: int = 2) -> dict:
-    """The GRU trained for as much CPU time as the Transformer (:func:`equal_time_steps`), every seed: ``gru_equal_time``."""
-    import concurrent.futures
-    import multiprocessing
+def _at(trajectory: dict, steps: int) -> dict:
+    """A trajectory's point at ``steps`` as a :func:`measure_one` row; its CPU time is the trajectory's per step."""
+    point = next(p for p in trajectory["points"] if p["step"] == steps)
+    per_step = trajectory["cpu_seconds"] / trajectory["steps"]
+    return dict({k: v for k, v in point.items() if k not in ("step", "dev_bleu")}, kind=trajectory["kind"],
+                seed=trajectory["seed"], steps=steps, parameters=trajectory["parameters"],
+                train_seconds=round(trajectory["train_seconds"] * steps / trajectory["steps"], 2),
+                cpu_seconds=round(per_step * steps, 2), dev_bleu=point["dev_bleu"],
+                **{k: trajectory[k] for k in ("n_train", "source", "unknown", "gru_lr")})
 
-    steps = equal_time_steps(result)
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        rows = list(pool.map(_measure_task, [("gru", s, None, steps) for s in seeds]))
-    return dict(result, gru_equal_time=dict(runs=rows, **_summary(rows)))
+
+def equal_time_steps(transformer_cpu: float, trajectory: dict) -> int:
+    """The GRU's steps in the Transformer's CPU time: the scored step of the trajectory nearest to the Transformer's
+    mean CPU seconds over the GRU's per step."""
+    target = transformer_cpu / (trajectory["cpu_seconds"] / trajectory["steps"])
+    return min((p["step"] for p in trajectory["points"]), key=lambda s: abs(s - target))
 
 
 def _shipped_row() -> dict | None:
-    """The shipped model's training as a :func:`measure_one` row (the same recipe, seed and thread count)."""
+    """The shipped model's training as a :func:`measure_one` row (the same recipe, seed and thread count).
+
+    Its hypotheses come from decoding the shipped weights again; the scores must be those of its report.
+    """
     try:
         r = shipped_report()
     except FileNotFoundError:
         return None
     if r["recipe"] != dataclasses.asdict(REAL_RECIPE) or r["threads"] != 1:
         return None
+    model, data, _ = real_translator()
+    scores = evaluate(model, data, held_out=REAL_RECIPE.held_out)
+    if abs(scores["bleu"] - r["scores"]["bleu"]) > 1e-9 or abs(scores["chrf"] - r["scores"]["chrf"]) > 1e-9:
+        raise RuntimeError(f"decoding the shipped model again gives BLEU {scores['bleu']}, its report "
+                           f"{r['scores']['bleu']}: the hypotheses would not be the reported run's")
     return dict(kind="transformer", seed=REAL_RECIPE.seed, steps=r["steps"], parameters=r["parameters"],
                 train_seconds=r["train_seconds"], cpu_seconds=r["cpu_seconds"], final_loss=r["loss"]["last50"],
-                **_brief(r["scores"]), n_train=len(data_for(REAL_RECIPE).train_pairs))
+                **_brief(scores), n_train=len(data.train_pairs), source="words", unknown=unknown_rates(data))
 
 
-def write_baselines(seeds=(0, 1, 2), jobs: int = 2, curve=CURVE_SIZES) -> dict:
+def write_baselines(seeds=(0, 1, 2), jobs: int = 2, curve=CURVE_SIZES, log: str | Path | None = None,
+                    out: str | Path | None = None, gru_steps: int = TUNE_STEPS, every: int = TUNE_EVERY,
+                    steps: int | None = None, previous: dict | None = None) -> dict:
     """Measure every baseline and the data-size curve, and write ``assets/real_baselines.json`` (``make real-baselines``).
 
-    IBM Model 1 once (deterministic); each neural kind of :data:`KINDS` with every seed; the Transformer (seed 0) on
-    random subsets of ``curve`` training pairs; then the GRU again, every seed, for the Transformer's CPU time
-    (:func:`add_gru_equal_time`). Every run trains on one thread; ``jobs`` runs at a time in worker
-    processes. The Transformer with the recipe's seed is the shipped model's training when the shipped report was
-    made with this recipe on one thread (the same run), else trained again.
+    Every neural run trains on one thread, ``jobs`` runs at a time in worker processes (seed 0 of every model
+    first, then seed 1, ...), and records its per-sentence hypotheses (for
+    :func:`~transformer_lite.metrics.paired_bootstrap`):
+
+    - IBM Model 1 once (deterministic); the Transformer and the Transformer without positions, every seed (the
+      Transformer with the recipe's seed is the shipped model, decoded again, when it was trained with this recipe
+      on one thread); the shipped model with beam search too (``shipped_beam``);
+    - the GRU (Adam at :data:`GRU_LR`), every seed, as a trajectory of ``gru_steps`` steps scored every ``every``
+      steps: its steps are chosen on dev with seed 0, as the Transformer's were (``gru_tuning``; the ``gru`` rows),
+      and the step nearest to the Transformer's CPU time gives ``gru_equal_time``;
+    - the Transformer with BPE English (chapter 1's, :data:`~transformer_lite.book.real_data.BPE_MERGES` merges),
+      every seed (``bpe_source``); every row carries the unknown-token rates of its source (``unknown``);
+    - the Transformer (seed 0) on random subsets of ``curve`` training pairs (``data_size_curve``).
+
+    Each finished row is appended to ``log`` (JSON lines) as it comes, so a cut run leaves what it measured.
+    ``steps`` shortens every run (a smoke test); ``out``: where to write (default ``assets/real_baselines.json``);
+    ``previous``: an earlier baselines dict whose parts fill what was not measured (see :func:`baselines_from_rows`).
     """
     check_positive_int("jobs", jobs)
     import concurrent.futures
     import multiprocessing
 
     start = time.perf_counter()
+    short = {} if steps is None else dict(steps=check_positive_int("steps", steps))
     data = data_for(REAL_RECIPE)
-    shipped = _shipped_row()
-    tasks = [(kind, s, None) for kind in KINDS for s in seeds
-             if not (shipped and kind == "transformer" and s == REAL_RECIPE.seed)]
-    tasks += [("transformer", REAL_RECIPE.seed, n) for n in curve]
+    shipped = _shipped_row() if steps is None else None
+    queue = []
+    for s in seeds:
+        queue.append(dict(kind="gru", seed=s, steps=gru_steps if steps is None else 2 * steps,
+                          every=every if steps is None else steps,
+                          points_log=None if log is None else f"{log}.gru{s}"))
+        queue += [dict(kind=kind, seed=s, **short) for kind in ("no_positions", "transformer")
+                  if not (shipped and kind == "transformer" and s == REAL_RECIPE.seed)]
+        queue.append(dict(kind="transformer", seed=s, source="bpe", **short))
+    queue += [dict(kind="transformer", seed=REAL_RECIPE.seed, n_train=n, **short) for n in curve]
+    rows, log_file = [], open(log, "a", encoding="utf-8") if log is not None else None
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        done = pool.map(_measure_task, tasks)
+        running = {pool.submit(_measure_task, task): task for task in queue}  # the pool runs them in this order
         dict_start, dict_cpu = time.perf_counter(), time.thread_time()
         dictionary, threshold = fit_dictionary(data.train_pairs)
         dictionary = dict(threshold=threshold, thresholds_tried=[0.1, 0.2, 0.3, 0.5],
                           fit_seconds=round(time.perf_counter() - dict_start, 2),
                           cpu_seconds=round(time.thread_time() - dict_cpu, 2),
                           **_brief(evaluate(dictionary, data, held_out=REAL_RECIPE.held_out)))
-        rows = list(done)
-    main = [r for r, (_, _, n) in zip(rows, tasks) if n is None] + ([shipped] if shipped else [])
-    sizes = sorted([r for r, (_, _, n) in zip(rows, tasks) if n is not None], key=lambda r: r["n_train"])
-    full = next(r for r in main if r["kind"] == "transformer" and r["seed"] == REAL_RECIPE.seed)
-    result = assemble_baselines(dictionary, main, REAL_RECIPE, extra=dict(
-        data_size_curve=dict(note="Transformer, the recipe, seed 0, one run per size: a random subset (seed 0) of the "
-                                  "train split; vocabularies of the full train split; the full size is the seed-0 run "
-                                  "above", runs=sizes + [full]),
+        shipped_beam = None
+        if shipped is not None:
+            model, _, _ = real_translator()
+            beam = evaluate(model, data, held_out=REAL_RECIPE.held_out, beam_size=BEAM_SIZE)
+            shipped_beam = dict(beam_size=BEAM_SIZE, length_penalty=LENGTH_PENALTY, **_brief(beam))
+        if log_file:
+            for row in (dict(dictionary=dictionary), dict(shipped=shipped), dict(shipped_beam=shipped_beam)):
+                log_file.write(json.dumps(row, ensure_ascii=False) + "\n")
+            log_file.flush()
+        for future in concurrent.futures.as_completed(running):
+            row = future.result()
+            rows.append(row)
+            if log_file:
+                log_file.write(json.dumps(row, ensure_ascii=False) + "\n")
+                log_file.flush()
+    if log_file:
+        log_file.close()
+    result = baselines_from_rows(rows, dictionary, shipped, shipped_beam, jobs, previous)
+    result["total_seconds"] = round(time.perf_counter() - start, 1)
+    path = Path(out) if out is not None else SHIPPED_BASELINES
+    path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return result
+
+
+def baselines_from_rows(rows: list[dict], dictionary: dict, shipped: dict | None, shipped_beam: dict | None,
+                        jobs: int, previous: dict | None = None) -> dict:
+    """The baselines JSON from :func:`write_baselines`' rows (or its log). Parts not measured (a cut run) come
+    from ``previous`` (an earlier baselines JSON) when given, listed in ``from_previous_run``."""
+    full_n = len(data_for(REAL_RECIPE).train_pairs)
+    main = [r for r in rows if r.get("n_train") == full_n and not r.get("trajectory")] + ([shipped] if shipped else [])
+    sizes = sorted([r for r in rows if r.get("n_train") != full_n], key=lambda r: r["n_train"])
+    trajectories = sorted([r for r in rows if r.get("trajectory")], key=lambda r: r["seed"])
+    result = dict(held_out=REAL_RECIPE.held_out, recipe=dataclasses.asdict(REAL_RECIPE), dictionary=dictionary,
+                  torch=torch.__version__, processor=_processor(), threads_per_run=1)
+    groups: dict = {}
+    for r in main:
+        groups.setdefault("bpe_source" if r.get("source") == "bpe" else r["kind"], []).append(r)
+    tuning = next((t for t in trajectories if t["seed"] == REAL_RECIPE.seed), None)
+    if tuning is not None and "transformer" in groups:
+        chosen = choose_steps(tuning)
+        equal = equal_time_steps(_summary(groups["transformer"])["cpu_seconds"]["mean"], tuning)
+        groups["gru"] = [_at(t, chosen) for t in trajectories]
+        groups["gru_equal_time"] = [_at(t, equal) for t in trajectories]
+        result["gru_tuning"] = dict(
+            note="GRU (Adam at a constant learning rate, gradients clipped to norm 1), seed 0: greedy BLEU on the dev "
+                 f"split every {tuning['points'][0]['step']} steps, the procedure that chose the Transformer's steps "
+                 "(RealRecipe.steps); the best dev BLEU (ties: fewer steps) gives the gru rows. gru_equal_time: the "
+                 "scored step nearest to the Transformer's mean CPU time. Both come from one trajectory per seed "
+                 "(scoring draws no random numbers, so the model after k steps is that of a k-step run); their "
+                 "cpu_seconds are the trajectory's training CPU per step times the steps, scoring left out.",
+            gru_lr=tuning["gru_lr"], dev_bleu=[[p["step"], p["dev_bleu"]] for p in tuning["points"]],
+            chosen_steps=chosen, equal_time_steps=equal,
+            test_bleu_seed0=[[p["step"], round(p["bleu"], 2)] for p in tuning["points"]])
+    from_previous = []
+    for name in ("transformer", "no_positions", "gru", "gru_equal_time", "bpe_source"):
+        group = sorted(groups.get(name, []), key=lambda r: r["seed"])
+        if group:
+            result[name] = dict(runs=group, **_summary(group))
+        elif previous and name in previous:
+            result[name] = previous[name]
+            from_previous.append(name)
+    full = next((r for r in main if r["kind"] == "transformer" and r["seed"] == REAL_RECIPE.seed
+                 and r.get("source", "words") == "words"), None)
+    if sizes and full:
+        result["data_size_curve"] = dict(
+            note="Transformer, the recipe, seed 0, one run per size: a random subset (seed 0) of the train split; "
+                 "vocabularies of the full train split; the full size is the seed-0 run above",
+            runs=[{k: v for k, v in r.items() if k != "hypotheses"} for r in sizes + [full]])
+    elif previous and "data_size_curve" in previous:
+        result["data_size_curve"] = previous["data_size_curve"]
+        from_previous.append("data_size_curve")
+    if shipped_beam is not None:
+        result["shipped_beam"] = shipped_beam
+    result.update(
         note="Each neural run trained on one thread, several at a time on the machine: train_seconds (wall) is "
              "inflated by that load; cpu_seconds is the training thread's own CPU time, the fairer comparison of "
-             "cost. Scores are 0-100, corpus BLEU and chrF on Chinese characters, greedy decoding.",
+             "cost. Scores are 0-100, corpus BLEU and chrF on Chinese characters (<unk> dropped), greedy decoding "
+             "unless said otherwise; hypotheses: each test sentence's translation as scored.",
         data=dict(name=real_data.DATASET_NAME, version=real_data.DATASET_VERSION, license=real_data.DATASET_LICENSE),
-        command="make real-baselines", jobs=jobs))
-    result = add_gru_equal_time(result, seeds, jobs)
-    result["total_seconds"] = round(time.perf_counter() - start, 1)
-    SHIPPED_BASELINES.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        command="make real-baselines", jobs=jobs)
+    if from_previous:
+        result["from_previous_run"] = from_previous
     return result
 
 
-def assemble_baselines(dictionary: dict, runs: list[dict], recipe: RealRecipe, extra: dict | None = None) -> dict:
-    """The baselines JSON from separately measured runs (e.g. in parallel processes)."""
-    result = dict(held_out=recipe.held_out, recipe=dataclasses.asdict(recipe), dictionary=dictionary,
-                  torch=torch.__version__, processor=_processor(), threads_per_run=1)
-    for kind in KINDS:
-        rows = sorted((r for r in runs if r["kind"] == kind), key=lambda r: r["seed"])
-        if rows:
-            result[kind] = dict(runs=rows, **_summary(rows))
-    result.update(extra or {})
-    return result
+def baselines_from_log(log: str | Path, jobs: int, previous: dict | None = None) -> dict:
+    """:func:`baselines_from_rows` from the JSON-lines log of a (possibly cut) :func:`write_baselines` run."""
+    rows, parts = [], {}
+    for line in Path(log).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if len(row) == 1 and next(iter(row)) in ("dictionary", "shipped", "shipped_beam"):
+            parts.update(row)
+        else:
+            rows.append(row)
+    return baselines_from_rows(rows, parts["dictionary"], parts.get("shipped"), parts.get("shipped_beam"), jobs,
+                               previous)
 
 
 def subset(data: TranslationData, n_train: int, seed: int = 0) -> TranslationData:
@@ -513,8 +701,9 @@ def baseline_results() -> dict:
     return json.loads(SHIPPED_BASELINES.read_text(encoding="utf-8"))
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["baselines"]:
-    for k, v in write_baselines(jobs=int(sys.argv[2]) if sys.argv[2:] else 2).items():
+if __name__ == "__main__" and sys.argv[1:2] == ["baselines"]:  # baselines [jobs [log.jsonl]]
+    for k, v in write_baselines(jobs=int(sys.argv[2]) if sys.argv[2:] else 2,
+                                log=sys.argv[3] if sys.argv[3:] else None).items():
         if isinstance(v, dict) and "chrf" in v:
             print(k, v["bleu"], v["chrf"])
 elif __name__ == "__main__":

@@ -201,8 +201,10 @@ def critical_path(kind: str, length: int, batch_size: int = 2, seed: int = 0) ->
     """The longest chain of operations in ``kind``'s backward graph for one training loss at ``length``.
 
     The number of autograd nodes from the loss to the farthest parameter: operations on such a chain
-    must run one after another, on any hardware, however many cores it has. It does not depend on the
-    machine, the thread count or the timer -- it is *why* the timings above can differ.
+    must run one after another, on any hardware, however many cores it has. What is invariant is the data
+    dependence, not the node count: a fused kernel (cuDNN's GRU is one node) hides the chain inside one
+    operation, yet inside it position t still waits for position t - 1. Counted on this unfused graph it
+    does not depend on the machine, the thread count or the timer -- it is *why* the timings above can differ.
     """
     _check_kind(kind)
     (length,) = _check_lengths((length,))
