@@ -6,6 +6,7 @@ tests/test_portability.py re-runs it with other seeds, threads and CPU code path
 """
 import collections
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -97,7 +98,7 @@ def test_every_transformer_run_beats_every_gru_run_in_bleu_even_at_equal_time(ba
     assert t["bleu"]["min"] > max(g["bleu"]["max"], g2["bleu"]["max"])
     assert min(g["bleu"]["min"], n["bleu"]["min"]) > dic["bleu"]
     # "equal time": the GRU's longer runs took about the Transformer's CPU time (within a fifth)
-    assert all(r["steps"] == rt.equal_time_steps(base) > rt.REAL_RECIPE.steps for r in g2["runs"])
+    assert all(r["steps"] > rt.REAL_RECIPE.steps for r in g2["runs"])
     assert abs(g2["cpu_seconds"]["mean"] / t["cpu_seconds"]["mean"] - 1) < 0.2
 
 
@@ -135,6 +136,45 @@ def test_each_step_of_the_data_size_curve_exceeds_the_seed_spread(base):
     assert all(b2 - b1 > spread for b1, b2 in zip(bleus, bleus[1:]))
 
 
+def test_the_data_size_curve_shows_no_diminishing_returns_yet(base):
+    runs = base["data_size_curve"]["runs"]
+    per_doubling = [(b["bleu"] - a["bleu"]) / math.log2(b["n_train"] / a["n_train"]) for a, b in zip(runs, runs[1:])]
+    assert per_doubling[-1] >= max(per_doubling[:-1])
+    assert runs[0]["final_loss"] < runs[-1]["final_loss"]  # the small subsets, seen for more epochs, fit closer
+
+
+def test_the_dictionary_beats_every_gru_run_in_chrf(base):
+    assert base["dictionary"]["chrf"] > max(base["gru"]["chrf"]["max"], base["gru_equal_time"]["chrf"]["max"])
+
+
+def _refs():
+    data = rt.data_for()
+    return [characters(zh) for _, zh in data.test_pairs]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_bootstrap_claims_hold_for_other_resampling_seeds(base, seed):
+    from transformer_lite.metrics import corpus_chrf, paired_bootstrap
+
+    refs = _refs()
+    ours = [characters(h) for h in base["transformer"]["runs"][0]["hypotheses"]]
+    beam = [characters(h) for h in base["shipped_beam"]["hypotheses"]]
+    dic = [characters(h) for h in base["dictionary"]["hypotheses"]]
+    d_bleu = paired_bootstrap(corpus_bleu, ours, dic, refs, seed=seed)
+    d_chrf = paired_bootstrap(corpus_chrf, ours, dic, refs, seed=seed)
+    b_bleu = paired_bootstrap(corpus_bleu, beam, ours, refs, seed=seed)
+    assert d_bleu["low"] > 0
+    assert 0 < d_chrf["difference"] < 0.25 * d_bleu["difference"]
+    assert 0 < b_bleu["difference"] < 0.015 and b_bleu["low"] < 0.5 * b_bleu["difference"]
+
+
+def test_the_shipped_hypotheses_are_the_scored_translations(base):
+    refs = _refs()
+    for row in (base["transformer"]["runs"][0], base["dictionary"], base["shipped_beam"]):
+        hyps = [characters(h) for h in row["hypotheses"]]
+        assert abs(100 * corpus_bleu(hyps, refs).score - row["bleu"]) < 1e-9
+
+
 @pytest.mark.trains
 def test_with_small_batches_the_transformers_advantage_grows_with_length():
     # timed by the thread's CPU time on one thread, so a busy machine barely moves it; a shape, not a time
@@ -155,3 +195,12 @@ def test_the_mean_of_sentence_bleu_is_far_below_the_corpus_bleu(shipped, monkeyp
     assert mean < 0.6 * 100 * corpus_bleu(hyps, refs).score and sum(b == 0 for b in sentence) > len(sentence) / 2
     monkeypatch.setenv(check.STRICT_ENV, "1")
     assert check.exercise_13b_1(mean)
+
+
+def test_exercise_13b_4_accepts_the_share_at_min_freq_1_and_names_the_usual_slips():
+    from transformer_lite.book import check
+    from transformer_lite.book.check import ch13b
+
+    share = ch13b._unknown_sentence_share(1)
+    assert share < ch13b._unknown_sentence_share(2) and share > 0.5 * ch13b._unknown_sentence_share(2)
+    assert check.exercise_13b_4(share)

@@ -116,3 +116,27 @@ def exercise_13b_3(repeats):
     if sum(bool(call(repeats, list(h), name="repeats")) for h in hyps) != flagged:
         raise Wrong("your repeats disagrees with the check on some of the shipped model's translations.")
     return f"right: {flagged} of the {len(hyps)} test translations repeat a character three or more times in a row."
+
+
+@functools.lru_cache(maxsize=2)
+def _unknown_sentence_share(min_freq: int, tokens: bool = False) -> float:
+    from transformer_lite.book import real_data
+    from transformer_lite.data import UNK
+
+    src = real_data.translation_data(min_freq=min_freq).test_src  # (N, S), padded with 0
+    unk = src == UNK
+    return float(unk.sum() / (src != 0).sum()) if tokens else float(unk.any(dim=1).float().mean())
+
+
+@exercise("13b.4", wrong=[lambda: (_unknown_sentence_share(2),),                # the recipe's cut-off, unchanged
+                          lambda: (_unknown_sentence_share(1, tokens=True),),   # a share of tokens, not sentences
+                          lambda: (100 * _unknown_sentence_share(1),)])         # a percentage, not a share
+def exercise_13b_4(share_with_unknown):
+    expected = _unknown_sentence_share(1)
+    number(share_with_unknown, expected, "share_with_unknown", rel=1e-6, abs_=1e-9,
+           hint="build the data with real_data.translation_data(min_freq=1), then take the share (0-1) of the rows of "
+                "its test_src that hold at least one UNK id.")
+    before = _unknown_sentence_share(2)
+    return (f"right: with min_freq=1, {expected:.0%} of the test sentences still hold an unknown word, against "
+            f"{before:.0%} with the recipe's cut-off of 2. The rest are words never seen in training: no cut-off "
+            f"can give them a meaning.")
