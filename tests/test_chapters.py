@@ -143,8 +143,9 @@ def test_stats_count_what_a_reader_sees():
         {"cell_type": "markdown", "metadata": {}, "source": "## References\n\nMany many words here."},
     ]}
     s = chapters.stats(nb)
-    assert (s["core_words"], s["core_code_lines"]) == (7, 2)         # Title One two three Next Nine ten
-    assert (s["deep_dive_words"], s["deep_dive_code_lines"], s["deep_dives"]) == (9, 1, 1)
+    # Title One two three, the deep dive's teaser (Deep dive: History Four five: it shows on the core path), Next Nine ten
+    assert (s["core_words"], s["core_code_lines"]) == (12, 2)
+    assert (s["deep_dive_words"], s["deep_dive_code_lines"], s["deep_dives"]) == (4, 1, 1)   # Six seven eight formula
     assert chapters.deep_dive_heads(nb) == [3]
     changed = chapters.fold(nb)
     assert changed and nb["cells"][3]["metadata"]["jp-MarkdownHeadingCollapsed"] is True
