@@ -660,6 +660,9 @@ def test_a_bertviz_view_draws_itself_when_the_reader_comes_near_it(browser, site
         assert views.count() >= 2
         assert not [u for u in asked if "require.js" in u or "d3.min" in u]
         assert page.locator(".tl-bertviz svg").count() == 0
+        # chapter 4's views sit in a deep dive: the reader opens it, then scrolls to the first view
+        page.evaluate("() => { const v = document.querySelector('.tl-bertviz');"
+                      " for (let d = v.closest('details'); d; d = d.parentElement.closest('details')) d.open = true; }")
         views.first.scroll_into_view_if_needed()
         page.wait_for_function("document.querySelector('.tl-bertviz svg') !== null", timeout=20_000)
         assert [u for u in asked if "require.js" in u] and [u for u in asked if "d3.min" in u]

@@ -288,6 +288,8 @@
       ".tl-ask .tl-ask-go{font:inherit;padding:.15em .8em;border:1px solid var(--pst-color-primary,#0a6bc2);" +
       "border-radius:4px;background:var(--pst-color-background,#fff);color:var(--pst-color-primary,#0a6bc2);cursor:pointer}" +
       ".tl-ask .tl-ask-go:hover{text-decoration:underline}" +
+      // the Colab link on the page's own colours (in dark mode the output area's link colour fell below 4.5:1)
+      ".tl-ask .tl-ask-colab{color:var(--pst-color-link,#0a58ca);background:var(--pst-color-background,#fff)}" +
       ".tl-ask :focus-visible{outline:2px solid var(--pst-color-primary,#0a6bc2);outline-offset:2px}";
     document.head.appendChild(s);
   }
