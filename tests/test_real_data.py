@@ -190,6 +190,31 @@ def test_the_english_trade_off_is_the_one_the_docstring_states(report):
     assert report["split"] == {s: len(ps) for s, ps in rd.split_pairs().items()}
 
 
+def test_the_quick_bpe_learns_chapter_1s_merges():
+    """real_data.learn_bpe_quickly is chapter 1's learn_bpe, kept counts instead of recounting: the same merges in the
+    same order, ties included, on 13b's English (the first 300 merges; all 1,000 take learn_bpe 8 s) and on small
+    random corpora, where ties are everywhere."""
+    import random
+
+    from transformer_lite.book.check.ch01 import BPE_CORPUS, learn_bpe
+
+    words = Counter(w for p in rd.split_pairs()["train"] for w in rd.tokenize_english(p.english))
+    assert rd.learn_bpe_quickly(words, 300) == learn_bpe(words, num_merges=300)
+    assert rd.learn_bpe_quickly(BPE_CORPUS, 10) == learn_bpe(BPE_CORPUS, num_merges=10)
+    rng = random.Random(0)
+    for _ in range(300):
+        corpus = {"".join(rng.choice("abc") for _ in range(rng.randint(1, 7))): rng.randint(1, 3)
+                  for _ in range(rng.randint(1, 12))}
+        n = rng.randint(1, 8)
+        try:
+            expected = learn_bpe(corpus, num_merges=n)
+        except ValueError:  # more merges than pairs
+            with pytest.raises(ValueError):
+                rd.learn_bpe_quickly(corpus, n)
+            continue
+        assert rd.learn_bpe_quickly(corpus, n) == expected, (corpus, n)
+
+
 def test_tokenization_report_is_not_changed_by_its_caller(report):
     report["chinese"]["words"]["vocab"] = -1
     assert rd.tokenization_report()["chinese"]["words"]["vocab"] > 0

@@ -414,18 +414,71 @@ def _stats(train: Sequence[Sequence[str]], test: Sequence[Sequence[str]], min_fr
     )
 
 
+def learn_bpe_quickly(corpus: dict, num_merges: int) -> list:
+    """Chapter 1's :func:`learn_bpe <transformer_lite.book.check.ch01.learn_bpe>`, the same merges in the same order,
+    in a fraction of the time on a real vocabulary (8 s -> under 1 s for 1,000 merges of 13b's train split).
+
+    ``learn_bpe`` counts every pair of every word again after each merge and rewrites every word. Here the counts are
+    kept, and a merge changes only the words that hold its pair. The tie rule stays ``learn_bpe``'s: among the pairs
+    counted most often, the one its count would meet first, i.e. the earliest in (word, position) order.
+    tests/test_real_data.py holds the two equal.
+    """
+    from .check.ch01 import END, _merge
+
+    words = [tuple(w) + (END,) for w in corpus]
+    weight = list(corpus.values())
+    count: dict = {}
+    holders: dict = {}  # pair -> the indices of the words that hold it
+
+    def add(i, sign):
+        for pair in zip(words[i], words[i][1:]):
+            count[pair] = count.get(pair, 0) + sign * weight[i]
+            if sign > 0:
+                holders.setdefault(pair, set()).add(i)
+            else:
+                holders[pair].discard(i)
+
+    for i in range(len(words)):
+        add(i, +1)
+    merges = []
+    for _ in range(num_merges):
+        most = max(count.values())  # (on an empty count, the ValueError learn_bpe raises too)
+        tied = [pair for pair, n in count.items() if n == most]
+
+        def first_seen(pair):
+            i = min(holders[pair])
+            return i, list(zip(words[i], words[i][1:])).index(pair)
+
+        best = min(tied, key=first_seen) if len(tied) > 1 else tied[0]
+        merges.append(best)
+        for i in sorted(holders[best]):
+            add(i, -1)
+            words[i] = _merge(words[i], best)
+            add(i, +1)
+        for pair in [pair for pair, held in holders.items() if not held]:
+            del holders[pair], count[pair]
+    return merges
+
+
 def _bpe(words_train: Sequence[Sequence[str]], words_test: Sequence[Sequence[str]], merges: int):
     """Sentences of words -> sentences of BPE symbols, with merges learned on the train words (chapter 1's BPE)."""
-    from .check.ch01 import bpe_segment, learn_bpe
+    from .check.ch01 import END, _merge
 
-    learned = learn_bpe(Counter(w for s in words_train for w in s), num_merges=merges)
+    learned = learn_bpe_quickly(Counter(w for s in words_train for w in s), num_merges=merges)
     cache: dict = {}
+
+    def segment(word):  # chapter 1's bpe_segment; a merge whose symbols the word lacks cannot change it
+        symbols = tuple(word) + (END,)
+        for pair in learned:
+            if pair[0] in symbols and pair[1] in symbols:
+                symbols = _merge(symbols, pair)
+        return symbols
 
     def cut(sentence):
         out = []
         for w in sentence:
             if w not in cache:
-                cache[w] = bpe_segment(w, learned)
+                cache[w] = segment(w)
             out.extend(cache[w])
         return out
 
