@@ -121,6 +121,12 @@ def test_bad_constructor_arguments():
         tl.sinusoidal_positional_encoding(4, 7)
     with pytest.raises(ValueError, match="T must be >= 1, got 0"):
         tl.causal_mask(0)
+    with pytest.raises(ValueError, match="offset must be >= 0, got -1"):
+        tl.causal_mask(3, offset=-1)
+    with pytest.raises(TypeError, match="offset must be an int, got float"):
+        tl.causal_mask(3, offset=2.0)
+    with pytest.raises(TypeError, match="offset must be an int, got bool"):
+        tl.causal_mask(3, offset=True)
     with pytest.raises(ValueError, match="eps must be a positive float"):
         tl.LayerNorm(8, eps=0)
     with pytest.raises(ValueError, match="x must have last dimension 8"):

@@ -102,6 +102,18 @@ def test_incremental_decoding_with_cache_equals_full_recomputation():
     assert_close(torch.cat(chunks, dim=1), full)
 
 
+@pytest.mark.parametrize("T,offset", [(1, 0), (4, 0), (1, 5), (3, 4), (6, 2)])
+def test_causal_mask_with_offset_is_the_last_rows_of_the_full_mask(T, offset):
+    """T queries after `offset` cached keys: query i sits at offset + i and sees keys 0..offset + i."""
+    mask = tl.causal_mask(T, offset=offset)
+    assert mask.shape == (T, offset + T) and mask.dtype == torch.bool
+    assert torch.equal(mask, tl.causal_mask(offset + T)[offset:])
+    for i in range(T):
+        assert mask[i].tolist() == [j > offset + i for j in range(offset + T)]
+    if offset == 0:
+        assert torch.equal(mask, tl.causal_mask(T))
+
+
 def test_attention_maps_have_bertviz_shapes():
     model = small_model()
     src, tgt = torch.randint(4, 20, (1, 6)), torch.randint(4, 23, (1, 4))

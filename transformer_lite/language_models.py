@@ -96,9 +96,7 @@ class LanguageModel(nn.Module):
         """
         T, offset = new.shape[1], ids.shape[1] - new.shape[1]
         x = self.position(self.token_embedding(new), offset=offset)  # (B, T, D), positions offset..L-1
-        mask = causal_mask(T, device=new.device) if (self.causal and T > 1) else None  # (T, T)
-        if mask is not None and offset > 0:
-            mask = torch.cat([torch.zeros(T, offset, dtype=torch.bool, device=new.device), mask], dim=1)  # (T, L)
+        mask = causal_mask(T, device=new.device, offset=offset) if (self.causal and T > 1) else None  # (T, L)
         kpm = padding_mask(ids, self.pad_id)  # (B, L): cached keys and the new ones
         for layer, cache in zip(self.layers.layers, caches):
             def sa(h):

@@ -8,8 +8,9 @@ This package follows ``torch.nn.MultiheadAttention``:
 * and, for comparison only, the "1 = keep" convention many tutorials use
   (``F.scaled_dot_product_attention`` also reads a bool mask this way).
 
-Shapes: a ``causal_mask`` is (T, T); a ``padding_mask`` is (B, S) and is
-broadcast to (B, 1, 1, S) against the scores (B, H, T, S).
+Shapes: a ``causal_mask`` is (T, T), or (T, offset + T) when ``offset`` earlier keys
+come first (a KV cache); a ``padding_mask`` is (B, S) and is broadcast to
+(B, 1, 1, S) against the scores (B, H, T, S).
 """
 from __future__ import annotations
 
@@ -18,10 +19,16 @@ import torch
 from ._checks import check_int, check_positive_int, check_token_ids
 
 
-def causal_mask(T: int, device=None) -> torch.Tensor:
-    """(T, T) bool mask, ``True`` above the diagonal: position t may not attend to t' > t."""
+def causal_mask(T: int, device=None, *, offset: int = 0) -> torch.Tensor:
+    """(T, T) bool mask, ``True`` above the diagonal: position t may not attend to t' > t.
+
+    ``offset``: the T queries come after ``offset`` earlier keys (those of a KV cache), so query i sits at
+    position offset + i and may see keys 0..offset + i: a (T, offset + T) mask, the last T rows of
+    ``causal_mask(offset + T)``.
+    """
     check_positive_int("T", T)
-    return torch.triu(torch.ones(T, T, dtype=torch.bool, device=device), diagonal=1)
+    check_positive_int("offset", offset, minimum=0)
+    return torch.triu(torch.ones(T, offset + T, dtype=torch.bool, device=device), diagonal=offset + 1)
 
 
 def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:

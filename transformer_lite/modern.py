@@ -269,9 +269,7 @@ class ModernLM(nn.Module):
         T = ids.shape[1]
         past = 0 if caches is None else len(caches[0])
         x = self.token_embedding(ids)  # (B, T, D): no positions here; RoPE turns q and k in every layer
-        mask = causal_mask(T, device=ids.device)  # (T, T), True = blocked
-        if past:
-            mask = torch.cat([torch.zeros(T, past, dtype=torch.bool, device=ids.device), mask], dim=1)  # (T, past+T)
+        mask = causal_mask(T, device=ids.device, offset=past)  # (T, past + T), True = blocked
         for i, layer in enumerate(self.layers):
             x = layer(x, mask, cache=None if caches is None else caches[i])
         return self.output(self.norm(x))  # (B, T, D) -> (B, T, V)
