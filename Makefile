@@ -122,29 +122,44 @@ OLDEST_PYTHON ?= python3.12
 test-oldest:
 	$(PYTHON) tools/test_oldest.py --python $(OLDEST_PYTHON)
 
-bench: $(STAMP) node_modules/.installed
-	$(PY) benchmarks/run.py
+# The targets below write what the package ships into the checkout, named here: the package's own path to its
+# assets may be the copy installed in the venv (benchmarks/run.py, a script, imports that copy), where git never
+# sees a file. bench measures the installed copy, so it is reinstalled first when the checkout changed.
+ASSETS := $(CURDIR)/transformer_lite/book/assets
+
+bench: $(PKG_STAMP) node_modules/.installed
+	$(PY) benchmarks/run.py --out $(ASSETS)/benchmarks.json
 
 translator: $(STAMP)
-	$(PY) -m transformer_lite.book.pretrained
+	$(PY) -m transformer_lite.book.pretrained --out-dir $(ASSETS)
 
 capstone: $(STAMP)
-	$(PY) -m transformer_lite.book.capstone
+	$(PY) -m transformer_lite.book.capstone --out $(ASSETS)/capstone_baselines.json
+
+# `make grammar-lab swaps` (or since2017 blocks) measures only the experiments named and keeps the others' results;
+# the names are goals of their own that do nothing.
+GRAMMAR_LAB_EXPERIMENTS := swaps systematic cooccurrence length curve
+SINCE2017_EXPERIMENTS := translation scaling bert blocks
+.PHONY: $(GRAMMAR_LAB_EXPERIMENTS) $(SINCE2017_EXPERIMENTS)
+$(GRAMMAR_LAB_EXPERIMENTS) $(SINCE2017_EXPERIMENTS):
+	@:
 
 # nice: it runs for about 12 minutes on one core (longer on a busy machine); the results do not depend on the priority.
 grammar-lab: $(STAMP)
-	nice $(PY) -m transformer_lite.book.grammar_lab
+	nice $(PY) -m transformer_lite.book.grammar_lab --out $(ASSETS)/grammar_lab.json \
+		$(filter $(GRAMMAR_LAB_EXPERIMENTS),$(MAKECMDGOALS))
 
 # nice, OMP_WAIT_POLICY=PASSIVE: it shares the machine; every run is seeded and on one thread, so the numbers do not
 # depend on the priority or on the number of workers.
 since2017: $(STAMP)
-	OMP_WAIT_POLICY=PASSIVE nice $(PY) -m transformer_lite.book.since2017
+	OMP_WAIT_POLICY=PASSIVE nice $(PY) -m transformer_lite.book.since2017 --out $(ASSETS)/since2017.json \
+		$(filter $(SINCE2017_EXPERIMENTS),$(MAKECMDGOALS))
 
 real-translator: $(STAMP)
-	$(PY) -m transformer_lite.book.real_translator
+	$(PY) -m transformer_lite.book.real_translator --out-dir $(ASSETS)
 
 real-baselines: $(STAMP)
-	$(PY) -m transformer_lite.book.real_translator baselines
+	$(PY) -m transformer_lite.book.real_translator baselines --out $(ASSETS)/real_baselines.json
 
 clean:
 	rm -rf _build

@@ -1,7 +1,7 @@
 """Chapter 13's measurements: the translator next to baselines on its own split.
 
 ``make capstone`` (``python -m transformer_lite.book.capstone``) trains every model once on one
-CPU thread and writes ``assets/capstone_baselines.json``; the chapter reads the shipped numbers
+CPU thread and writes the checkout's ``assets/capstone_baselines.json``; the chapter reads the shipped numbers
 (:func:`capstone_results`) instead of training them again. What is measured, in ``baselines``:
 held-out exact match on the shipped translator's own split (:data:`RECIPE`) of the Transformer (the
 shipped model), a word-by-word dictionary (IBM Model 1), the same dictionary with a learned word
@@ -26,7 +26,7 @@ from ..data import BOS, EOS, TranslationData, translation_task
 from ..decoding import exact_match, greedy_decode
 from ..model import Transformer, count_parameters
 from ..training import paper_adam, train, warmup_scheduler
-from .pretrained import ASSETS, RECIPE, _processor, load_shipped_translator
+from .pretrained import ASSETS, RECIPE, _processor, load_shipped_translator, output_path
 from .runtime import num_threads
 
 RESULTS = ASSETS / "capstone_baselines.json"
@@ -146,16 +146,30 @@ def capstone_results() -> dict:
     return json.loads(RESULTS.read_text(encoding="utf-8"))
 
 
-def write_results(log=print) -> dict:
-    """Measure everything and write :data:`RESULTS` (what ``make capstone`` runs)."""
+def write_results(log=print, *, out) -> dict:
+    """Measure everything and write it to ``out`` (what ``make capstone`` runs, with ``out`` the checkout's
+    ``transformer_lite/book/assets/capstone_baselines.json``: :data:`RESULTS` is where the package reads it)."""
+    out = output_path("out", out)
     start = time.perf_counter()
     with num_threads(1):
         results = measure(log)
     results["total_seconds"] = round(time.perf_counter() - start, 1)
-    RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return results
 
 
+def main(argv=None) -> int:
+    """``make capstone``: measure chapter 13's baselines and write them to ``--out``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m transformer_lite.book.capstone", description=main.__doc__)
+    ap.add_argument("--out", required=True, help="the JSON to write (make capstone: the checkout's "
+                                                 "transformer_lite/book/assets/capstone_baselines.json)")
+    args = ap.parse_args(argv)
+    r = write_results(log=lambda s: print(s, file=sys.stderr, flush=True), out=args.out)
+    print(f"wrote {args.out} in {r['total_seconds']:.0f} s; best baseline: {r['best_baseline']}")
+    return 0
+
+
 if __name__ == "__main__":  # make capstone
-    r = write_results(log=lambda s: print(s, file=sys.stderr, flush=True))
-    print(f"wrote {RESULTS} in {r['total_seconds']:.0f} s; best baseline: {r['best_baseline']}")
+    sys.exit(main())

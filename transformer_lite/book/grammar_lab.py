@@ -1,7 +1,7 @@
 """Chapter 13's grammar laboratory: five experiments on which the models can differ, each with an intervention.
 
 ``make grammar-lab`` (``python -m transformer_lite.book.grammar_lab``) trains every model on one CPU thread,
-3 seeds each, and writes ``assets/grammar_lab.json``; the chapter reads the shipped numbers
+3 seeds each, and writes the checkout's ``assets/grammar_lab.json``; the chapter reads the shipped numbers
 (:func:`grammar_lab_results`). The models are chapter 13's (:func:`.capstone.new_model`): the Transformer, the
 GRU with attention of about the same size, and the Transformer without positional encodings, trained with the
 book's recipe (batch size, label smoothing, warm-up) for :data:`STEPS` steps (fewer on tiny data sets).
@@ -40,7 +40,7 @@ from ..data import BOS, EOS, TranslationData, all_translation_pairs, subject_obj
 from ..decoding import greedy_decode
 from ..model import count_parameters
 from .capstone import GRU, GRU_LR, train_model
-from .pretrained import ASSETS, RECIPE, _processor
+from .pretrained import ASSETS, RECIPE, _processor, output_path
 from .runtime import num_threads
 
 RESULTS = ASSETS / "grammar_lab.json"
@@ -456,27 +456,47 @@ def _round(x):
     return x
 
 
-def write_results(log=print, only: Sequence[str] | None = None) -> dict:
-    """Measure the experiments and write :data:`RESULTS` (what ``make grammar-lab`` runs).
+def write_results(log=print, only: Sequence[str] | None = None, *, out) -> dict:
+    """Measure the experiments and write them to ``out`` (what ``make grammar-lab`` runs, with ``out`` the checkout's
+    ``transformer_lite/book/assets/grammar_lab.json``: :data:`RESULTS` is where the package reads it).
 
-    With ``only``, the other experiments' results already in :data:`RESULTS` are kept (re-run one experiment)."""
+    With ``only``, the other experiments' results already in ``out`` are kept (re-run one experiment)."""
+    out = output_path("out", out)
     kept = {}
-    if only is not None and RESULTS.exists():
-        kept = {k: v for k, v in grammar_lab_results().items() if k in EXPERIMENTS and k not in only}
+    if only is not None and out.exists():
+        kept = {k: v for k, v in json.loads(out.read_text(encoding="utf-8")).items()
+                if k in EXPERIMENTS and k not in only}
 
     def write(results):  # after every experiment: an interrupted run still leaves what it finished
         results = dict(kept, **results)
         parts = [results[k] for k in EXPERIMENTS if k in results]
         results["total_seconds"] = round(sum(p["seconds"] for p in parts), 1)  # the sum of the experiments'
         results["total_cpu_seconds"] = round(sum(p.get("cpu_seconds", 0) for p in parts), 1)
-        RESULTS.write_text(json.dumps(_round(results), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        out.write_text(json.dumps(_round(results), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
     with num_threads(1):
         results = measure(log, only, done=write)
     write(results)
-    return grammar_lab_results()
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def main(argv=None) -> int:
+    """``make grammar-lab``: measure the laboratory's experiments (or only those named) and write them to ``--out``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m transformer_lite.book.grammar_lab", description=main.__doc__)
+    ap.add_argument("only", nargs="*", metavar="experiment",
+                    help=f"measure only these, keeping the others already in --out (of {', '.join(EXPERIMENTS)})")
+    ap.add_argument("--out", required=True, help="the JSON to write (make grammar-lab: the checkout's "
+                                                 "transformer_lite/book/assets/grammar_lab.json)")
+    args = ap.parse_args(argv)
+    unknown = [name for name in args.only if name not in EXPERIMENTS]
+    if unknown:  # not argparse's choices: with nargs="*", Python 3.11 checks the empty list against them and fails
+        ap.error(f"unknown experiment(s) {', '.join(unknown)}; choose from {', '.join(EXPERIMENTS)}")
+    r = write_results(log=lambda s: print(s, file=sys.stderr, flush=True), only=args.only or None, out=args.out)
+    print(f"wrote {args.out} in {r['total_seconds']:.0f} s")
+    return 0
 
 
 if __name__ == "__main__":  # make grammar-lab
-    r = write_results(log=lambda s: print(s, file=sys.stderr, flush=True), only=sys.argv[1:] or None)
-    print(f"wrote {RESULTS} in {r['total_seconds']:.0f} s")
+    sys.exit(main())

@@ -73,6 +73,25 @@ SHIPPED_REPORT = ASSETS / "tiny_translator.json"  # recipe, training report, sha
 SHIPPED_BENCHMARKS = ASSETS / "benchmarks.json"  # what `make bench` (benchmarks/run.py) measured
 
 
+def output_path(name: str, value) -> Path:
+    """``value`` as the path a ``make`` target writes a model or a measurement to, given explicitly.
+
+    The readers (:func:`shipped_report`, ...) read the copy inside the imported package; a writer must not, since
+    under ``make`` that copy may be the one installed in ``site-packages``, where git never sees what it wrote. So
+    every writer takes its path from the caller (the Makefile passes one in the checkout), and a path inside an
+    installed package is refused.
+    """
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a str or a path, got {type(value).__name__}")
+    path = Path(value)
+    if str(value) == "":
+        raise ValueError(f"{name} must name a file or a folder, got an empty string")
+    if {"site-packages", "dist-packages"} & set(path.resolve().parts):
+        raise ValueError(f"{name} is inside an installed package ({path}), where git never sees what is written; "
+                         "pass a path in the repository's checkout (transformer_lite/book/assets/...)")
+    return path
+
+
 def cache_dir() -> Path:
     """Where trained models are kept: ``$TRANSFORMER_LITE_CACHE`` or ``~/.cache/transformer_lite``."""
     return Path(os.environ.get("TRANSFORMER_LITE_CACHE") or Path.home() / ".cache" / "transformer_lite")
@@ -246,29 +265,50 @@ def tiny_translator(force_retrain: bool = False, progress: bool = True, recipe: 
     return model, data, dict(report, source="trained", cache_file=str(path), from_cache=False)
 
 
-def write_shipped_translator(progress: bool = True) -> dict:
-    """Train the book's translator with :data:`RECIPE` and write the files the package ships.
+def write_weights(path: Path, saved: dict) -> None:
+    """``torch.save(saved)`` to ``path`` atomically: a concurrent reader never sees half a file."""
+    buffer = io.BytesIO()  # not a file: torch.save would write the temporary file's name into the archive
+    torch.save(saved, buffer)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_bytes(buffer.getvalue())
+    os.replace(tmp, path)
 
-    This is what ``make translator`` runs. It writes ``assets/tiny_translator.pt`` (weights and
-    config, float32) and ``assets/tiny_translator.json`` (recipe, training report, sha256 of the
-    weights). Returns the report.
+
+def write_shipped_translator(*, out_dir, progress: bool = True) -> dict:
+    """Train the book's translator with :data:`RECIPE` and write the files the package ships into ``out_dir``.
+
+    This is what ``make translator`` runs, with ``out_dir`` the checkout's ``transformer_lite/book/assets``. It
+    writes ``tiny_translator.pt`` (weights and config, float32) and ``tiny_translator.json`` (recipe, training
+    report, sha256 of the weights). Returns the report.
     """
+    out_dir = output_path("out_dir", out_dir)
     model, _, report = train_tiny_translator(progress=progress, recipe=RECIPE)
     model = model.cpu().float()
-    ASSETS.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()  # not a file: torch.save would write the temporary file's name into the archive
-    torch.save({"state_dict": model.state_dict(), "config": model.config.to_dict()}, buffer)
-    tmp = SHIPPED_WEIGHTS.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_bytes(buffer.getvalue())
-    os.replace(tmp, SHIPPED_WEIGHTS)
-    report = dict(report, weights_sha256=_sha256(SHIPPED_WEIGHTS),
-                  weights_bytes=SHIPPED_WEIGHTS.stat().st_size, command="make translator")
-    SHIPPED_REPORT.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    weights = out_dir / SHIPPED_WEIGHTS.name
+    write_weights(weights, {"state_dict": model.state_dict(), "config": model.config.to_dict()})
+    report = dict(report, weights_sha256=_sha256(weights), weights_bytes=weights.stat().st_size,
+                  command="make translator")
+    (out_dir / SHIPPED_REPORT.name).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
     return report
 
 
+def main(argv=None) -> int:
+    """``make translator``: train the translator and write its weights and report into ``--out-dir``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m transformer_lite.book.pretrained", description=main.__doc__)
+    ap.add_argument("--out-dir", required=True,
+                    help="the folder to write tiny_translator.pt and .json into (make translator: the checkout's "
+                         "transformer_lite/book/assets)")
+    args = ap.parse_args(argv)
+    r = write_shipped_translator(out_dir=args.out_dir, progress=sys.stderr.isatty())
+    print(f"wrote {Path(args.out_dir) / SHIPPED_WEIGHTS.name} ({r['weights_bytes'] / 1e6:.2f} MB) and "
+          f"{SHIPPED_REPORT.name}: held-out exact match {r['test_accuracy']:.3f}, {r['train_seconds']:.0f} s on "
+          f"{r['processor']}, torch {r['torch']}")
+    return 0
+
+
 if __name__ == "__main__":  # make translator
-    r = write_shipped_translator(progress=sys.stderr.isatty())
-    print(f"wrote {SHIPPED_WEIGHTS} ({r['weights_bytes'] / 1e6:.2f} MB) and {SHIPPED_REPORT.name}: "
-          f"held-out exact match {r['test_accuracy']:.3f}, {r['train_seconds']:.0f} s on {r['processor']}, "
-          f"torch {r['torch']}")
+    sys.exit(main())

@@ -8,11 +8,11 @@ broken down by HSK level and by English length, with examples of its failures.
 
 * :func:`train_real_translator` trains one with :data:`REAL_RECIPE` (or another :class:`RealRecipe`).
 * :func:`evaluate` greedy-decodes a split and scores it.
-* :func:`real_translator` loads the shipped model (no training), made by
-  ``python -m transformer_lite.book.real_translator`` (:func:`write_shipped_real_translator`).
+* :func:`real_translator` loads the shipped model (no training), made by ``make real-translator``
+  (``python -m transformer_lite.book.real_translator --out-dir DIR``, :func:`write_shipped_real_translator`).
 * :func:`write_baselines` (``make real-baselines``) trains IBM Model 1, a GRU with attention, a Transformer
   without positions, the Transformer with BPE English and the Transformer on the same split, three seeds each,
-  and writes ``assets/real_baselines.json`` with every run's per-sentence translations, so a chapter can compare
+  and writes ``real_baselines.json`` with every run's per-sentence translations, so a chapter can compare
   any two by a paired bootstrap (:func:`transformer_lite.metrics.paired_bootstrap`).
 
 How the recipe was chosen (one thread): a Post-LN Transformer, D=128, H=4, 2+2 layers, FFN 256, output
@@ -26,9 +26,7 @@ are chosen on dev the same way, by :func:`write_baselines` (``gru_tuning`` in th
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
-import os
 import platform
 import sys
 import time
@@ -46,7 +44,8 @@ from ..metrics import characters, corpus_bleu, corpus_chrf
 from ..model import TransformerConfig, count_parameters
 from ..training import paper_adam, train, warmup_scheduler
 from . import capstone, real_data
-from .pretrained import _load, _processor, _sha256  # one loader and one checksum for both shipped models
+# one loader, one checksum and one way to write for both shipped models
+from .pretrained import _load, _processor, _sha256, output_path, write_weights
 from .runtime import num_threads
 
 _FORMAT = "1"  # bump when what the shipped files hold changes
@@ -293,25 +292,24 @@ def evaluate(model, data: TranslationData, held_out: str = "test", examples: int
 
 # -- the shipped model ------------------------------------------------------------------------------------
 
-def write_shipped_real_translator(progress: bool = True, threads: int | None = 1) -> dict:
-    """Train with :data:`REAL_RECIPE` and write ``assets/real_translator.pt`` and ``.json``; returns the report."""
+def write_shipped_real_translator(*, out_dir, progress: bool = True, threads: int | None = 1) -> dict:
+    """Train with :data:`REAL_RECIPE` and write ``real_translator.pt`` and ``.json`` into ``out_dir`` (``make
+    real-translator``: the checkout's ``transformer_lite/book/assets``); returns the report."""
+    out_dir = output_path("out_dir", out_dir)
     model, data, report = train_real_translator(REAL_RECIPE, progress=progress, threads=threads)
     model = model.cpu().float()
-    ASSETS.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
-    torch.save({"state_dict": model.state_dict(), "config": model.config.to_dict(),
-                "src_vocab": data.src_vocab.itos, "tgt_vocab": data.tgt_vocab.itos}, buffer)
-    tmp = SHIPPED_WEIGHTS.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_bytes(buffer.getvalue())
-    os.replace(tmp, SHIPPED_WEIGHTS)
-    report = dict(report, format=_FORMAT, weights_sha256=_sha256(SHIPPED_WEIGHTS),
-                  weights_bytes=SHIPPED_WEIGHTS.stat().st_size,
-                  command="python -m transformer_lite.book.real_translator",
+    out_dir.mkdir(parents=True, exist_ok=True)
+    weights = out_dir / SHIPPED_WEIGHTS.name
+    write_weights(weights, {"state_dict": model.state_dict(), "config": model.config.to_dict(),
+                            "src_vocab": data.src_vocab.itos, "tgt_vocab": data.tgt_vocab.itos})
+    report = dict(report, format=_FORMAT, weights_sha256=_sha256(weights), weights_bytes=weights.stat().st_size,
+                  command="make real-translator",
                   data=dict(name=real_data.DATASET_NAME, version=real_data.DATASET_VERSION,
                             url=real_data.DATASET_URL, homepage=real_data.DATASET_HOMEPAGE,
                             license=real_data.DATASET_LICENSE, note=DATA_NOTE),
                   weights_license=real_data.DATASET_LICENSE)
-    SHIPPED_REPORT.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out_dir / SHIPPED_REPORT.name).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
     return report
 
 
@@ -319,7 +317,7 @@ def shipped_report() -> dict:
     """The report written with the shipped real translator."""
     if not SHIPPED_REPORT.exists() or not SHIPPED_WEIGHTS.exists():
         raise FileNotFoundError(f"the shipped real translator is missing ({SHIPPED_WEIGHTS}); "
-                                "run `python -m transformer_lite.book.real_translator` to create it")
+                                "run `make real-translator` in the repository to create it")
     return json.loads(SHIPPED_REPORT.read_text(encoding="utf-8"))
 
 
@@ -328,10 +326,10 @@ def real_translator():
     report = shipped_report()
     if report["recipe"] != dataclasses.asdict(REAL_RECIPE):
         raise RuntimeError("the shipped real translator was trained with another recipe than REAL_RECIPE; "
-                           "run `python -m transformer_lite.book.real_translator` again")
+                           "run `make real-translator` again")
     if _sha256(SHIPPED_WEIGHTS) != report["weights_sha256"]:
         raise RuntimeError(f"{SHIPPED_WEIGHTS.name} does not match the sha256 in {SHIPPED_REPORT.name}; "
-                           "run `python -m transformer_lite.book.real_translator` to write both again")
+                           "run `make real-translator` to write both again")
     saved = torch.load(SHIPPED_WEIGHTS, map_location="cpu", weights_only=True)
     data = data_for(REAL_RECIPE)
     if saved["src_vocab"] != data.src_vocab.itos or saved["tgt_vocab"] != data.tgt_vocab.itos:
@@ -534,10 +532,11 @@ def _shipped_row() -> dict | None:
                 **_brief(scores), n_train=len(data.train_pairs), source="words", unknown=unknown_rates(data))
 
 
-def write_baselines(seeds=(0, 1, 2), jobs: int = 2, curve=CURVE_SIZES, log: str | Path | None = None,
-                    out: str | Path | None = None, gru_steps: int = TUNE_STEPS, every: int = TUNE_EVERY,
+def write_baselines(seeds=(0, 1, 2), jobs: int = 2, curve=CURVE_SIZES, log: str | Path | None = None, *,
+                    out: str | Path, gru_steps: int = TUNE_STEPS, every: int = TUNE_EVERY,
                     steps: int | None = None, previous: dict | None = None) -> dict:
-    """Measure every baseline and the data-size curve, and write ``assets/real_baselines.json`` (``make real-baselines``).
+    """Measure every baseline and the data-size curve, and write them to ``out`` (``make real-baselines``: the
+    checkout's ``transformer_lite/book/assets/real_baselines.json``).
 
     Every neural run trains on one thread, ``jobs`` runs at a time in worker processes (seed 0 of every model
     first, then seed 1, ...), and records its per-sentence hypotheses (for
@@ -554,10 +553,11 @@ def write_baselines(seeds=(0, 1, 2), jobs: int = 2, curve=CURVE_SIZES, log: str 
     - the Transformer (seed 0) on random subsets of ``curve`` training pairs (``data_size_curve``).
 
     Each finished row is appended to ``log`` (JSON lines) as it comes, so a cut run leaves what it measured.
-    ``steps`` shortens every run (a smoke test); ``out``: where to write (default ``assets/real_baselines.json``);
+    ``steps`` shortens every run (a smoke test);
     ``previous``: an earlier baselines dict whose parts fill what was not measured (see :func:`baselines_from_rows`).
     """
     check_positive_int("jobs", jobs)
+    out = output_path("out", out)
     import concurrent.futures
     import multiprocessing
 
@@ -602,8 +602,7 @@ def write_baselines(seeds=(0, 1, 2), jobs: int = 2, curve=CURVE_SIZES, log: str 
         log_file.close()
     result = baselines_from_rows(rows, dictionary, shipped, shipped_beam, jobs, previous)
     result["total_seconds"] = round(time.perf_counter() - start, 1)
-    path = Path(out) if out is not None else SHIPPED_BASELINES
-    path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return result
 
 
@@ -701,13 +700,36 @@ def baseline_results() -> dict:
     return json.loads(SHIPPED_BASELINES.read_text(encoding="utf-8"))
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["baselines"]:  # baselines [jobs [log.jsonl]]
-    for k, v in write_baselines(jobs=int(sys.argv[2]) if sys.argv[2:] else 2,
-                                log=sys.argv[3] if sys.argv[3:] else None).items():
-        if isinstance(v, dict) and "chrf" in v:
-            print(k, v["bleu"], v["chrf"])
-elif __name__ == "__main__":
-    r = write_shipped_real_translator(progress=sys.stderr.isatty())
+def main(argv=None) -> int:
+    """``make real-translator`` (the shipped model into ``--out-dir``) and ``make real-baselines`` (``baselines
+    --out FILE``)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m transformer_lite.book.real_translator", description=main.__doc__)
+    ap.add_argument("what", nargs="?", choices=["baselines"], help="measure the baselines instead of the model")
+    ap.add_argument("--out-dir", help="the model: the folder to write real_translator.pt and .json into "
+                                      "(make real-translator: the checkout's transformer_lite/book/assets)")
+    ap.add_argument("--out", help="baselines: the JSON to write (make real-baselines: the checkout's "
+                                  "transformer_lite/book/assets/real_baselines.json)")
+    ap.add_argument("--jobs", type=int, default=2, help="baselines: runs at a time, one thread each (default 2)")
+    ap.add_argument("--log", help="baselines: append every finished run to this JSON-lines file")
+    args = ap.parse_args(argv)
+    if args.what == "baselines":
+        if args.out is None or args.out_dir is not None:
+            ap.error("baselines writes one file: give --out, not --out-dir")
+        for k, v in write_baselines(jobs=args.jobs, log=args.log, out=args.out).items():
+            if isinstance(v, dict) and "chrf" in v:
+                print(k, v["bleu"], v["chrf"])
+        return 0
+    if args.out_dir is None or args.out is not None:
+        ap.error("the model is two files: give --out-dir, not --out")
+    r = write_shipped_real_translator(out_dir=args.out_dir, progress=sys.stderr.isatty())
     s = r["scores"]
-    print(f"wrote {SHIPPED_WEIGHTS} ({r['weights_bytes'] / 1e6:.2f} MB) and {SHIPPED_REPORT.name}: "
-          f"test BLEU {s['bleu']:.2f}, chrF {s['chrf']:.2f}, {r['train_seconds']:.0f} s on {r['processor']}")
+    print(f"wrote {Path(args.out_dir) / SHIPPED_WEIGHTS.name} ({r['weights_bytes'] / 1e6:.2f} MB) and "
+          f"{SHIPPED_REPORT.name}: test BLEU {s['bleu']:.2f}, chrF {s['chrf']:.2f}, {r['train_seconds']:.0f} s on "
+          f"{r['processor']}")
+    return 0
+
+
+if __name__ == "__main__":  # make real-translator, make real-baselines
+    sys.exit(main())

@@ -2,8 +2,8 @@
 and BERT fine-tuned.
 
 ``make since2017`` (``python -m transformer_lite.book.since2017``) trains every model on one CPU thread per run
-(several runs at a time in a pool of :data:`WORKERS` processes) and writes ``assets/since2017.json``; the chapter
-reads the shipped numbers (:func:`since2017_results`).
+(several runs at a time in a pool of :data:`WORKERS` processes) and writes the checkout's ``assets/since2017.json``;
+the chapter reads the shipped numbers (:func:`since2017_results`).
 
 * ``translation`` ("instruction tuning in miniature"): chapter 13's English -> Chinese grammar
   (:func:`.grammar_lab.size_split`: the same 500 held-out pairs for every size and seed) translated by a
@@ -80,7 +80,7 @@ from ..model import count_parameters
 from ..training import History, label_smoothed_cross_entropy, optimization_step, paper_adam, warmup_scheduler
 from . import grammar_lab, real_translator
 from .capstone import new_model, train_model
-from .pretrained import ASSETS, RECIPE, _processor
+from .pretrained import ASSETS, RECIPE, _processor, output_path
 from .runtime import num_threads
 
 RESULTS = ASSETS / "since2017.json"
@@ -794,26 +794,48 @@ def since2017_results() -> dict:
     return json.loads(RESULTS.read_text(encoding="utf-8"))
 
 
-def write_results(workers: int = WORKERS, log=print, only: Sequence[str] | None = None) -> dict:
-    """Measure the experiments and write :data:`RESULTS` (what ``make since2017`` runs); with ``only``, the other
-    experiments' results already in :data:`RESULTS` are kept."""
+def write_results(workers: int = WORKERS, log=print, only: Sequence[str] | None = None, *, out) -> dict:
+    """Measure the experiments and write them to ``out`` (what ``make since2017`` runs, with ``out`` the checkout's
+    ``transformer_lite/book/assets/since2017.json``: :data:`RESULTS` is where the package reads it); with ``only``,
+    the other experiments' results already in ``out`` are kept."""
+    out = output_path("out", out)
     kept = {}
-    if only is not None and RESULTS.exists():
-        kept = {k: v for k, v in since2017_results().items() if k in EXPERIMENTS and k not in only}
+    if only is not None and out.exists():
+        kept = {k: v for k, v in json.loads(out.read_text(encoding="utf-8")).items()
+                if k in EXPERIMENTS and k not in only}
 
     def write(results):
         results = dict(kept, **results)
         results["total_seconds"] = round(sum(results[k]["seconds"] for k in EXPERIMENTS if k in results), 1)
-        RESULTS.write_text(json.dumps(grammar_lab._round(results), indent=1, ensure_ascii=False) + "\n",
-                           encoding="utf-8")
+        out.write_text(json.dumps(grammar_lab._round(results), indent=1, ensure_ascii=False) + "\n",
+                       encoding="utf-8")
 
     results = measure(workers, log, only, done=write)
     write(results)
-    return since2017_results()
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def main(argv=None) -> int:
+    """``make since2017``: measure chapter 15's experiments (or only those named) and write them to ``--out``."""
+    import argparse
+
+    # through the imported module, not __main__: the worker processes then unpickle the same functions
+    from transformer_lite.book import since2017
+
+    ap = argparse.ArgumentParser(prog="python -m transformer_lite.book.since2017", description=main.__doc__)
+    ap.add_argument("only", nargs="*", metavar="experiment",
+                    help=f"measure only these, keeping the others already in --out (of {', '.join(EXPERIMENTS)})")
+    ap.add_argument("--out", required=True, help="the JSON to write (make since2017: the checkout's "
+                                                 "transformer_lite/book/assets/since2017.json)")
+    args = ap.parse_args(argv)
+    unknown = [name for name in args.only if name not in EXPERIMENTS]
+    if unknown:  # not argparse's choices: with nargs="*", Python 3.11 checks the empty list against them and fails
+        ap.error(f"unknown experiment(s) {', '.join(unknown)}; choose from {', '.join(EXPERIMENTS)}")
+    r = since2017.write_results(log=lambda s: print(s, file=sys.stderr, flush=True), only=args.only or None,
+                                out=args.out)
+    print(f"wrote {args.out} in {r['total_seconds']:.0f} s")
+    return 0
 
 
 if __name__ == "__main__":  # make since2017
-    # through the imported module, not __main__: the worker processes then unpickle the same functions
-    from transformer_lite.book import since2017
-    r = since2017.write_results(log=lambda s: print(s, file=sys.stderr, flush=True), only=sys.argv[1:] or None)
-    print(f"wrote {RESULTS} in {r['total_seconds']:.0f} s")
+    sys.exit(main())
