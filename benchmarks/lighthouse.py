@@ -1,4 +1,4 @@
-"""Lighthouse on the built site, as a phone sees it (issue 27): `make bench` runs it (benchmarks/run.py).
+"""Lighthouse on the built site, as a phone sees it: `make bench` runs it (benchmarks/run.py).
 
     python benchmarks/lighthouse.py                      # the heaviest pages of both editions -> benchmarks/lighthouse.json
     python benchmarks/lighthouse.py --page notebooks/03_self_attention.html --runs 3 --out /tmp/lh.json

@@ -1,4 +1,4 @@
-"""Every page of the built site within the budgets that make it fast on a phone (issue 27), without a browser.
+"""Every page of the built site within the budgets that make it fast on a phone, without a browser.
 
 Lighthouse (benchmarks/lighthouse.py, `make bench`) measures the pages in its default mobile emulation: a
 mid-range phone on slow 4G (1.6 Mbit/s, 150 ms round trips, a CPU 4x slower than a desktop's). Its timings move

@@ -176,7 +176,7 @@ def test_dropout_acts_on_the_sum_in_training_only():
     assert model.src_pos.dropout.p == model.tgt_pos.dropout.p == 0.1
 
 
-# ---- issue 24: attending k back with M_k; a causal decoder knows positions; train short, test long -------------
+# ---- what positions let a model do: attend k back with M_k; a causal decoder knows positions; train short, test long
 
 @pytest.mark.parametrize("k", [1, 3, 10])
 def test_projections_built_from_M_k_attend_exactly_k_back(rotation, k):

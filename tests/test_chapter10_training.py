@@ -196,7 +196,8 @@ def test_a_short_run_learns_to_reverse():
     assert acc > 0.8
 
 
-# ---- residual dropout, perplexity, Adam's later steps, checkpoint averaging, BLEU (issue 12) ----------------------------
+# ---- the paper's details beyond the loss (§5.3-§6.1): residual dropout, perplexity, Adam's later steps, checkpoint
+#      averaging, BLEU
 
 def test_dropout_sits_where_the_paper_puts_it_and_scales_survivors():
     model = _model(dropout=0.1)
@@ -295,7 +296,7 @@ def test_the_packages_bleu_matches_the_chapters_hand_count():
     assert bleu(*pairs[1]).score == 0 and corpus.score > 0.5 and corpus.precisions[3] == (2, 4)
 
 
-# ---- issue 24: the book's direction, AdamW, gradient clipping, label-smoothing conventions --------------------------
+# ---- the conventions chapter 10 states: the book's direction, AdamW, gradient clipping, label smoothing ------------
 
 def test_the_chapters_example_goes_english_to_chinese():
     import json

@@ -1,4 +1,4 @@
-"""generate(use_cache=True) gives the same tokens as generate without a cache (issue 23)."""
+"""generate(use_cache=True) gives the same tokens as generate without a cache: the cache only saves work."""
 import pytest
 import torch
 

@@ -1,4 +1,4 @@
-"""tools/slim_static.py: the site made lighter for a phone (issue 27) without changing what a page shows.
+"""tools/slim_static.py: the site made lighter for a phone (test_budgets.py) without changing what a page shows.
 
 The unit tests feed each cut a small example that it must change and one it must leave; the site tests check the
 built site: every icon a page names still has its rule and its glyph, every glyph a formula draws is still in its
