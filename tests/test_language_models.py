@@ -41,6 +41,41 @@ def test_padding_does_not_change_real_positions():
         assert torch.allclose(model(ids)[0], model(padded)[0, :4], atol=1e-6)
 
 
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_forward_with_cache_equals_forward(norm_first):
+    """The cached path runs the same layers: the prefill is forward exactly, and the later tokens, one at a time or
+    in chunks, give forward's logits (a left-padded row too: its pad keys stay masked through the cache)."""
+    torch.manual_seed(3)
+    model = lm.DecoderOnlyLM(V, d_model=16, nhead=2, num_layers=2, max_len=16, norm_first=norm_first).eval()
+    ids = torch.randint(4, V, (3, 9))
+    ids[0, :2] = 0  # left padding
+    with torch.no_grad():
+        full = model(ids)
+        caches = model.new_caches()
+        prefill = model.forward_with_cache(ids[:, :4], ids[:, :4], caches)
+        assert torch.equal(prefill, full[:, :4])
+        steps = [model.forward_with_cache(ids[:, t:t + 1], ids[:, :t + 1], caches) for t in range(4, 9)]
+        torch.testing.assert_close(torch.cat([prefill] + steps, dim=1), full)
+        caches = model.new_caches()
+        chunks = [model.forward_with_cache(ids[:, a:b], ids[:, :b], caches) for a, b in ((0, 3), (3, 7), (7, 9))]
+        torch.testing.assert_close(torch.cat(chunks, dim=1), full)
+    assert [len(c) for c in caches] == [9, 9]
+    with pytest.raises(ValueError, match="one entry per layer"):
+        model.forward_with_cache(ids, ids, caches[:1])
+
+
+def test_encoder_layer_with_a_cache_equals_the_layer_over_the_whole_sequence():
+    torch.manual_seed(4)
+    layer = tl.EncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, norm_first=True).eval()
+    x = torch.randn(2, 6, 16)
+    full = layer(x, tl.causal_mask(6))
+    cache = tl.KVCache()
+    first = layer(x[:, :4], tl.causal_mask(4), cache=cache)
+    rest, weights = layer.forward_with_attention(x[:, 4:], tl.causal_mask(2, offset=4), cache=cache)
+    assert torch.equal(first, full[:, :4]) and weights.shape == (2, 2, 2, 6)
+    torch.testing.assert_close(torch.cat([first, rest], dim=1), full)
+
+
 def test_tying_and_parameter_counts_on_meta():
     tied = lm.DecoderOnlyLM(V, d_model=16, nhead=2, num_layers=1, max_len=8)
     untied = lm.DecoderOnlyLM(V, d_model=16, nhead=2, num_layers=1, max_len=8, tie_embeddings=False)

@@ -26,7 +26,6 @@ import torch.nn.functional as F
 
 from ._checks import (check_instance, check_int, check_number, check_positive_int, check_probability,
                       check_tensor, check_token_ids)
-from .attention import KVCache
 from .embeddings import LearnedPositionalEncoding
 from .layers import Encoder, EncoderLayer
 from .masks import causal_mask, padding_mask
@@ -86,32 +85,20 @@ class LanguageModel(nn.Module):
 
     def new_caches(self) -> list:
         """One empty KV cache per layer, for :meth:`forward_with_cache` (and ``generate(use_cache=True)``)."""
-        return [KVCache() for _ in self.layers.layers]
+        return self.layers.new_cache()
 
     def forward_with_cache(self, new: torch.Tensor, ids: torch.Tensor, caches: list) -> torch.Tensor:
         """Logits (B, T, V) of the T newest tokens ``new`` (B, T); ``ids`` (B, L) is the whole sequence so far.
 
         Every layer appends the new keys and values to its cache and attends over all L of them (prefill: the
-        whole prompt at once; decode: one token). The layers' own sub-blocks, in their own order (Pre- or Post-LN).
+        whole prompt at once; decode: one token, which may see every key, so it needs no causal mask).
         """
         T, offset = new.shape[1], ids.shape[1] - new.shape[1]
         x = self.position(self.token_embedding(new), offset=offset)  # (B, T, D), positions offset..L-1
         mask = causal_mask(T, device=new.device, offset=offset) if (self.causal and T > 1) else None  # (T, L)
         kpm = padding_mask(ids, self.pad_id)  # (B, L): cached keys and the new ones
-        for layer, cache in zip(self.layers.layers, caches):
-            def sa(h):
-                out, _ = layer.self_attn(h, h, h, key_padding_mask=kpm, attn_mask=mask, need_weights=False,
-                                         cache=cache)
-                return layer.dropout1(out)
-            if layer.norm_first:
-                x = x + sa(layer.norm1(x))
-                x = x + layer._ff_block(layer.norm2(x))
-            else:
-                x = layer.norm1(x + sa(x))
-                x = layer.norm2(x + layer._ff_block(x))
-        if self.layers.norm is not None:
-            x = self.layers.norm(x)
-        return self.output(x)  # (B, T, D) -> (B, T, V)
+        h = self.layers(x, mask=mask, src_key_padding_mask=kpm, cache=caches)  # each layer extends its cache
+        return self.output(h)  # (B, T, D) -> (B, T, V)
 
 
 def DecoderOnlyLM(vocab_size: int, **kwargs) -> LanguageModel:

@@ -108,9 +108,12 @@ class EncoderLayer(nn.Module):
 
     Arguments as ``nn.TransformerEncoderLayer``, in its order; ``bias=False`` removes the
     biases of the attention projections, the FFN and the LayerNorms, as in torch.
-    Differences from torch are listed in the module docstring (batch-first only, no ``is_causal``).
+    Differences from torch are listed in the module docstring (batch-first only, no ``is_causal``);
+    ``cache`` (a :class:`KVCache`) is a keyword-only extra for incremental decoding: the layer run with a
+    causal mask is a decoder-only model's layer (chapter 14).
 
     Shape: src (B, S, D); src_mask (S, S) or (B*H, S, S); src_key_padding_mask (B, S) -> (B, S, D).
+    With a cache holding L earlier positions, the masks cover the keys: (S, L + S) and (B, L + S).
     :meth:`forward_with_attention` also returns the self-attention weights (B, H, S, S).
     """
 
@@ -127,29 +130,29 @@ class EncoderLayer(nn.Module):
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
-    def forward(self, src, src_mask=None, src_key_padding_mask=None) -> torch.Tensor:
-        return self._forward(src, src_mask, src_key_padding_mask, need_weights=False).output
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, *, cache: KVCache | None = None) -> torch.Tensor:
+        return self._forward(src, src_mask, src_key_padding_mask, cache, need_weights=False).output
 
-    def forward_with_attention(self, src, src_mask=None, src_key_padding_mask=None) -> EncoderOutput:
+    def forward_with_attention(self, src, src_mask=None, src_key_padding_mask=None, *, cache=None) -> EncoderOutput:
         """``forward``'s output and the self-attention weights (B, H, S, S)."""
-        return self._forward(src, src_mask, src_key_padding_mask, need_weights=True)
+        return self._forward(src, src_mask, src_key_padding_mask, cache, need_weights=True)
 
-    def _forward(self, src, src_mask, src_key_padding_mask, need_weights: bool) -> EncoderOutput:
+    def _forward(self, src, src_mask, src_key_padding_mask, cache, need_weights: bool) -> EncoderOutput:
         check_tensor("src", src, ndim=3, last_dim=self.d_model)
         x = src
         if self.norm_first:  # Pre-LN
-            sa, weights = self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, need_weights)
+            sa, weights = self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, cache, need_weights)
             x = x + sa
             x = x + self._ff_block(self.norm2(x))
         else:  # Post-LN (the paper)
-            sa, weights = self._sa_block(x, src_mask, src_key_padding_mask, need_weights)
+            sa, weights = self._sa_block(x, src_mask, src_key_padding_mask, cache, need_weights)
             x = self.norm1(x + sa)
             x = self.norm2(x + self._ff_block(x))
         return EncoderOutput(x, weights)
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, need_weights):
+    def _sa_block(self, x, attn_mask, key_padding_mask, cache, need_weights):
         out, weights = self.self_attn(x, x, x, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-                                      need_weights=need_weights)
+                                      need_weights=need_weights, cache=cache)
         return self.dropout1(out), weights
 
     def _ff_block(self, x):
@@ -240,7 +243,8 @@ class Encoder(nn.Module):
     """N copies of an :class:`EncoderLayer`, then an optional final LayerNorm (needed by Pre-LN stacks).
 
     Arguments as ``nn.TransformerEncoder`` (without ``enable_nested_tensor``/``mask_check``);
-    ``forward`` as its forward without ``is_causal``.
+    ``forward`` as its forward without ``is_causal``, plus the keyword-only ``cache`` (one
+    :class:`KVCache` per layer, from :meth:`new_cache`; for a decoder-only model, chapter 14).
 
     Shape: src (B, S, D) -> (B, S, D); :meth:`forward_with_attention` also returns a list of N weights (B, H, S, S).
     """
@@ -252,24 +256,32 @@ class Encoder(nn.Module):
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers, self.norm = num_layers, norm
 
-    def forward(self, src, mask=None, src_key_padding_mask=None) -> torch.Tensor:
-        return self._forward(src, mask, src_key_padding_mask, need_weights=False).output
+    def forward(self, src, mask=None, src_key_padding_mask=None, *, cache: list | None = None) -> torch.Tensor:
+        return self._forward(src, mask, src_key_padding_mask, cache, need_weights=False).output
 
-    def forward_with_attention(self, src, mask=None, src_key_padding_mask=None) -> EncoderOutput:
+    def forward_with_attention(self, src, mask=None, src_key_padding_mask=None, *,
+                               cache: list | None = None) -> EncoderOutput:
         """``forward``'s output and every layer's self-attention weights, a list of N (B, H, S, S)."""
-        return self._forward(src, mask, src_key_padding_mask, need_weights=True)
+        return self._forward(src, mask, src_key_padding_mask, cache, need_weights=True)
 
-    def _forward(self, src, mask, src_key_padding_mask, need_weights: bool) -> EncoderOutput:
+    def _forward(self, src, mask, src_key_padding_mask, cache, need_weights: bool) -> EncoderOutput:
+        if cache is not None and len(cache) != self.num_layers:
+            raise ValueError(f"cache must hold one entry per layer ({self.num_layers}), got {len(cache)}")
         x, weights = src, []
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
+            c = cache[i] if cache is not None else None
             if need_weights:
-                x, w = layer.forward_with_attention(x, mask, src_key_padding_mask)
+                x, w = layer.forward_with_attention(x, mask, src_key_padding_mask, cache=c)
                 weights.append(w)
             else:
-                x = layer(x, mask, src_key_padding_mask)
+                x = layer(x, mask, src_key_padding_mask, cache=c)
         if self.norm is not None:
             x = self.norm(x)
         return EncoderOutput(x, weights)
+
+    def new_cache(self) -> list[KVCache]:
+        """An empty cache for incremental decoding: one :class:`KVCache` per layer."""
+        return [KVCache() for _ in range(self.num_layers)]
 
 
 class Decoder(nn.Module):
