@@ -48,7 +48,6 @@ def test_the_stylesheet_keeps_the_icons_the_site_names_and_their_characters():
     assert out.startswith('@charset "UTF-8";\n' + ss.MARK)  # @charset must stay first
     assert '.fa-alias:before{content:"\\f001"}' in out and ".fa-a:before" not in out and ".fa-b" not in out
     assert chars == {0xF001, 0xF0F3}  # the kept icon's, and the admonitions' variable (never dropped)
-    assert 'url(../vendor/fontawesome/webfonts/fa-solid-900.woff) format("woff")' in out and ".ttf" not in out
     assert "sourceMappingURL" not in out
 
 
@@ -122,23 +121,22 @@ def test_plain_spans_are_unwrapped_inside_code_blocks_only():
     assert ss.unwrap_plain_spans(html, set()) == (html, 0)
 
 
-def test_the_head_loses_the_script_preloads_and_decides_the_colour_mode_at_once():
-    head = ('<link rel="preload" as="script" href="../_static/scripts/bootstrap.js?digest=1" />\n'
-            '<link rel="preload" as="script" href="../_static/scripts/pydata-sphinx-theme.js?digest=1" />\n'
-            '<link rel="preload" as="font" href="../_static/x.woff" />\n' + ss.AUTO_THEME)
-    out = ss.rewrite_head(head)
-    assert "bootstrap.js" not in out and "pydata-sphinx-theme.js" not in out and 'as="font"' in out
-    assert out.endswith(ss.SYSTEM_THEME) and ss.AUTO_THEME not in out
+def test_a_head_with_the_themes_preloads_or_its_auto_mode_is_a_problem():
+    """Our layout.html writes the head (tools/patches.py); rewrite_pages fails a page whose head it did not write."""
+    good = "<head>" + ss.SYSTEM_THEME + '<link rel="preload" as="font" href="../_static/x.woff" />'
+    assert ss.head_problem(good) is None and ss.head_problem("<p>no head</p>") is None
+    preload = good + '<link rel="preload" as="script" href="../_static/scripts/bootstrap.js?digest=1" />'
+    assert "preloads" in ss.head_problem(preload)
+    assert "colour mode" in ss.head_problem("<head>" + ss.AUTO_THEME)
 
 
-def test_the_theme_scripts_have_each_patched_piece_once():
-    """The patches replace exact pieces of pydata-sphinx-theme 0.17.1's scripts: a new theme version fails the
-    build (patch_theme_script raises) rather than ship an unpatched or broken script."""
-    script = (ss.theme_static() / ss.THEME_JS).read_text(encoding="utf-8")
-    assert script.count(ss.TAB_STOPS) == 1 and script.count(ss.TAB_STOPS_DEBOUNCED) == 1
-    assert (ss.theme_static() / ss.BOOTSTRAP_JS).read_text(encoding="utf-8").count(ss.BACK_TO_TOP) == 1
-    with pytest.raises(ValueError, match="not there once"):
-        ss._patched(ss.THEME_JS, script.replace(ss.TAB_STOPS, ""), [(ss.TAB_STOPS, ss.TAB_STOPS_BATCHED)])
+def test_the_theme_scripts_patches_apply_to_the_installed_theme():
+    """Each script's patches (tools/patches.py) apply to pydata-sphinx-theme as installed: a new theme version
+    fails the build (patches.PatchError, tests/test_patches.py) rather than ship an unpatched or broken script."""
+    for name, names in ss.THEME_SCRIPT_PATCHES.items():
+        script = ss.patches.patched_file(*names)
+        assert all(script.count(ss.patches.PATCHES[n].after) == 1 for n in names), name
+        assert "sourceMappingURL" not in script
 
 
 # ---------------------------------------------------------------- the built site
@@ -193,13 +191,12 @@ def test_highlighted_code_keeps_every_coloured_span():
 
 def test_the_theme_scripts_are_the_themes_own_but_for_the_patches():
     html = built()
-    for name, changes in ((ss.THEME_JS, [(ss.TAB_STOPS, ss.TAB_STOPS_BATCHED), (ss.TAB_STOPS_DEBOUNCED, ss.TAB_STOPS_EXPOSED)]),
-                          (ss.BOOTSTRAP_JS, [(ss.BACK_TO_TOP, ss.BACK_TO_TOP_LAZY)])):
+    for name, names in ss.THEME_SCRIPT_PATCHES.items():
         ours = (html / "_static" / name).read_text(encoding="utf-8")
         theirs = (ss.theme_static() / name).read_text(encoding="utf-8")
-        for old, new in changes:
-            assert ours.count(new) == 1
-            ours = ours.replace(new, old)
+        for patch in map(ss.patches.PATCHES.get, names):
+            assert ours.count(patch.after) == 1
+            ours = ours.replace(patch.after, patch.before)
         assert ours.rstrip() == re.sub(r"\n//# sourceMappingURL=\S*\s*$", "", theirs).rstrip()
 
 

@@ -29,10 +29,16 @@ Steps:
 4. ``jupyter-book build --all -W -n --keep-going``: any warning or notebook error fails the build;
    notebooks come from jupyter-cache, so an unchanged rebuild re-executes nothing (a chapter that failed in
    step 3 is executed again here, and its error reported the usual way).
-5. The built HTML is not edited. What the theme's defaults would get wrong is configured in
-   ``_config.yml`` (the colour mode, the extension list without sphinx-thebe); the checks fail the
-   build if it did not take: no page > 2 MB, the site < 80 MB (two editions), no reference to another host left in a
-   src/href that the browser would load, no ipywidgets output, the configured colour mode on every page.
+5. What the theme's defaults would get wrong is configured in ``_config.yml`` (the colour mode, the extension list
+   without sphinx-thebe) or written by the book's own templates and Sphinx extension (tools/sphinx_ext/) while Sphinx
+   writes the pages. After both editions are built, one step changes the built site: ``slim_site``
+   (tools/slim_static.py) makes it lighter for a phone. It edits the built pages in place (Pygments' ``<span>``s that
+   draw nothing in a code block are unwrapped to their text) and the site's ``pygments.css`` (the code block's own
+   colour added), cuts the fonts to the glyphs the site draws and the theme's stylesheet to the rules its pages can
+   match, and replaces theme scripts that lay the page out again and again as it loads with patched copies (its
+   docstring lists each change). Then the checks fail the build if something did not take: no page > 2 MB, the site
+   < 80 MB (two editions), no reference to another host left in a src/href that the browser would load, no
+   ipywidgets output, the configured colour mode on every page.
 6. The Chinese edition (tools/i18n.py) is built into ``_build/html/zh/`` from its own execution: the Chinese
    notebooks (notebooks/zh/: Chinese comments and figure strings, ``setup(language="zh")``) are executed in
    step 3, with ``TRANSFORMER_LITE_LANGUAGE=zh`` too, into their own cache (``_build/.jupyter_cache_zh``), so the
@@ -41,7 +47,8 @@ Steps:
    anchors stay the English slugs every link uses) with the Chinese notebook's executed code cells in place of the
    English ones (i18n.zh_site_notebooks; the cells must correspond one to one), nothing executed by Sphinx. Its
    search index must hold Chinese words (jieba, with the glossary's terms as words), else search finds its pages by
-   their titles alone.
+   their titles alone. Its ``_static/tl/tl-translator.js`` is written afterwards: a loader of the English edition's
+   copy (``zh_translator_loader``).
 """
 from __future__ import annotations
 

@@ -264,7 +264,6 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
                             f'<div class="bd-article-container">{article}</div></div></section>')
 
     lang = first_page.html.get("lang", "en")
-    title = first_page.title.get_text().split("—")[-1].strip() if first_page.title else "Transformer, Step by Step"
     title = book_title(edition)
     footer = first_page.find("div", class_="extra_footer")  # the site's footer: the licences (one source: _config.yml)
     logo = "../_static/logo.svg" if (html_root / "_static" / "logo.svg").exists() else None

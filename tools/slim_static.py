@@ -18,16 +18,19 @@ tasks of 150-360 ms forcing style and layout. Each cut below keeps what the page
 * **Plain code spans**: Pygments wraps every name, punctuation mark and space of a code cell in a ``<span>``
   (``<span class="n">x</span>``), over 2,000 elements on a chapter; where the book's Pygments style gives such a
   class nothing but the code block's own colour in both colour modes (checked in the site's pygments.css, not
-  assumed), the span draws nothing and is unwrapped to its text.
+  assumed), the span draws nothing and is unwrapped to its text: every built page is edited in place
+  (rewrite_pages), and the site's pygments.css gains a rule giving each code block that colour itself.
 * **The theme's tab stops**: on load, pydata-sphinx-theme gives each scrollable code block and output
   ``tabIndex`` 0 (keyboard users can scroll it), alternating a read of its size with a write of its
   ``tabIndex``: each write invalidates the styles (Bootstrap styles ``[tabindex="-1"]``), so each read lays the
   page out again (one 324 ms task on chapter 3). The patched script reads all sizes first, then writes the
   indices that change: the same tab stops, one layout.
 
-The sources are read from where they are installed (the theme's package, node_modules), never from the site, so
-running this twice, or after a build that copied only some files again, gives the same files. Sphinx copies the
-theme's files into the site on every build (overwriting these), and this runs after it. Tried and left out:
+The fonts, the theme's stylesheet and its scripts are read from where they are installed (the theme's package,
+node_modules), never from the site, so running this twice, or after a build that copied only some files again, gives
+the same files; Sphinx copies the theme's files into the site on every build (overwriting these), and this runs after
+it. The pages and pygments.css are the site's own, changed in place; a second run changes nothing (an unwrapped span
+is gone, and pygments.css carries PRE_COLOUR_MARK once it has the rule). Tried and left out:
 ``content-visibility: auto`` on the chapters' sections (the theme's tab stops and axe then measure every skipped
 section one by one: the load task grew from 50 to 430 ms).
 """
