@@ -28,7 +28,6 @@ import gzip
 import hashlib
 import io
 import json
-import re
 import tempfile
 from pathlib import Path
 
@@ -159,30 +158,24 @@ def _gzip_b64(raw: bytes) -> str:
     return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
 
+ORT_CLASSIC_PATCHES = ("onnxruntime-web-as-a-classic-script-exports", "onnxruntime-web-as-a-classic-script-own-url")
+
+
 def classic_ort_script(bundle_text: str) -> str:
     """ONNX Runtime Web's ES-module bundle as a classic script that defines ``window.ort``.
 
     A page opened from disk (``file://``) may run classic scripts but not import modules. The bundle's
     one ``export {...}`` becomes an assignment, and ``import.meta.url`` (used only to find files we
-    hand over in memory instead) becomes the script's own address.
+    hand over in memory instead) becomes the script's own address (tools/patches.py: both patches fail,
+    naming the installed onnxruntime-web, when its bundle changes).
     """
-    text = bundle_text.split("\n//# sourceMappingURL=")[0].rstrip()
-    m = re.search(r"export\s*\{([^}]*)\}\s*;?\s*$", text)
-    if m is None or text.count("export{") + text.count("export {") != 1:
-        raise ValueError("the ONNX Runtime Web bundle no longer ends with one `export {...}` as 1.30.0's did "
-                         "(package.json); classic_ort_script needs updating for this version")
-    names = {}
-    for part in m.group(1).split(","):
-        local, _, exported = part.strip().partition(" as ")
-        names[(exported or local).strip()] = local.strip()
-    if not {"InferenceSession", "Tensor", "env"} <= set(names):
-        raise ValueError(f"the bundle does not export InferenceSession, Tensor and env: {sorted(names)}")
-    body = text[: m.start()].replace("import.meta.url", "self.__tlOrtScript")
-    if "import.meta" in body:
-        raise ValueError("the bundle uses import.meta beyond import.meta.url")
-    exports = ",".join(f"{k}:{v}" for k, v in sorted(names.items()) if k != "default")
+    import patches
+
+    body = patches.without_source_map(patches.apply(bundle_text, *ORT_CLASSIC_PATCHES)).rstrip()
+    if "import.meta" in body or "export{" in body or "export {" in body:
+        raise patches.PATCHES[ORT_CLASSIC_PATCHES[0]].fail("the patched bundle still imports or exports")
     return ("/* onnxruntime-web (MIT License, Microsoft), converted to a classic script by "
-            "tools/web_export.py */\n(function(){\n" + body + f"\nself.ort={{{exports}}};\n}})();\n")
+            "tools/web_export.py */\n(function(){\n" + body + "\n})();\n")
 
 
 def model_script(key: str, model, data, exported: dict) -> str:
