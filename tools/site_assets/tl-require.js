@@ -1,9 +1,12 @@
 /* transformer_lite: load require.js, d3 and jquery from this site's own copies, and only on pages
  * that ask (the bertviz views written by transformer_lite.viz call window.tlRequire(run)), when a view is near.
- * Paths are resolved against this script's own URL, so the site works from any sub-path or offline. */
+ * Paths are resolved against the site's _static/tl/: the script's own folder, or, when the build writes the script
+ * into the page (tools/sphinx_ext/tl_book.py), its tag's data-tl-base (relative to the page); so the site works
+ * from any sub-path or offline. */
 (function () {
   "use strict";
-  var base = document.currentScript.src.replace(/[^\/]*$/, "");
+  var me = document.currentScript;
+  var base = me.dataset.tlBase ? new URL(me.dataset.tlBase, document.baseURI).href : me.src.replace(/[^\/]*$/, "");
   var queue = [], state = 0; // 0: not loaded, 1: loading, 2: ready
   function ready() {
     window.requirejs.config({

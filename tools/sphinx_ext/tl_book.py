@@ -27,6 +27,29 @@ from sphinx.util import logging as sphinx_logging
 
 logger = sphinx_logging.getLogger(__name__)
 
+
+def patches():
+    """tools/patches.py, the one list of what the build changes in or takes from third-party packages (this
+    extension is loaded from tools/sphinx_ext/, a folder below it)."""
+    import importlib.util
+    import sys
+
+    if "patches" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("patches", Path(__file__).resolve().parent.parent / "patches.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["patches"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["patches"]
+
+
+def check_patches(app, config) -> None:
+    """Fail the build (naming the patch and the installed version) when a private part of Sphinx, myst-nb or the
+    theme that this extension or its templates use is no longer what they were written for."""
+    registry = patches()
+    for name, entry in registry.PATCHES.items():
+        if entry.applied_by.startswith("tools/sphinx_ext/"):
+            registry.check(name)
+
 # The first words of a misconception note, per language (the Chinese edition's catalogs translate them). The
 # Chinese puts its full stop after the bold, **常见误解**。 (locales/zh_CN/STYLE.md: **常见误解。**后面 does not
 # render as bold); the stop is then the first character of the text after the marker, and is dropped with it.
@@ -178,21 +201,20 @@ def alt_text_from_outputs() -> None:
     ``render_image`` is wrapped to add it. A cell's own ``mystnb.image.alt`` still wins."""
     from myst_nb.core.render import NbElementRenderer
 
-    render = NbElementRenderer.render_image
-    if getattr(render, "tl_alt_text", False):
-        return
+    def wrap(render):
+        def render_image(self, data):
+            made = render(self, data)
+            alt = (data.output_metadata or {}).get(data.mime_type, {}).get("alt")
+            if isinstance(alt, str) and alt.strip():
+                for node in made:
+                    if isinstance(node, nodes.image) and not node.get("alt"):
+                        node["alt"] = alt.strip()
+            return made
 
-    def render_image(self, data):
-        made = render(self, data)
-        alt = (data.output_metadata or {}).get(data.mime_type, {}).get("alt")
-        if isinstance(alt, str) and alt.strip():
-            for node in made:
-                if isinstance(node, nodes.image) and not node.get("alt"):
-                    node["alt"] = alt.strip()
-        return made
+        render_image.tl_alt_text = True
+        return render_image
 
-    render_image.tl_alt_text = True
-    NbElementRenderer.render_image = render_image
+    patches().monkeypatch("myst-nb-image-alt-from-output-metadata", NbElementRenderer, "render_image", wrap)
 
 
 def notebook_sources(app, docname, source) -> None:
@@ -211,8 +233,11 @@ def notebook_output_folder(app) -> None:
     whence Sphinx copies them into ``_images/``; for the Chinese edition, built into ``_build/html/zh``, that is
     ``_build/html/jupyter_execute``, inside the English site. Config ``tl_nb_output_folder`` puts it elsewhere."""
     folder = app.config.tl_nb_output_folder
-    if folder and hasattr(app.env, "mystnb_config"):
-        app.env.mystnb_config = app.env.mystnb_config.copy(output_folder=str(Path(folder).resolve()))
+    if not folder:
+        return
+    if not hasattr(app.env, "mystnb_config"):
+        raise patches().PATCHES["myst-nb-output-folder-per-edition"].fail("the build environment has no mystnb_config")
+    app.env.mystnb_config = app.env.mystnb_config.copy(output_folder=str(Path(folder).resolve()))
 
 
 def our_templates_first(app, config) -> None:
@@ -447,6 +472,7 @@ def setup(app):
     app.connect("html-page-context", pdf_button, priority=901)  # after sphinx-book-theme's header buttons (501)
     app.connect("build-finished", copy_pdf)
     app.connect("config-inited", published_address, priority=100)  # before every use of the address
+    app.connect("config-inited", check_patches)
     app.connect("config-inited", our_templates_first)
     app.connect("config-inited", chinese_search)
     # {English toggle text: its translation} for the folded cells (tools/i18n.py CODE_PROMPTS; empty in English)
@@ -691,7 +717,6 @@ def prune_zh_static(app, exception) -> None:
 # ---------------------------------------------------------------- no render-blocking script
 
 SITE_ASSETS = Path(__file__).resolve().parent.parent / "site_assets"
-_REQUIRE_BASE = 'var base = document.currentScript.src.replace(/[^\\/]*$/, "");'
 
 
 # scripts nothing on the first screen needs (Sphinx's keyboard shortcuts, search-word highlighting and their
@@ -709,8 +734,8 @@ def unblocked_scripts(app, pagename, templatename, context, doctree) -> None:
     the page's first frame (static/tl-lazy.js), but two that inline scripts of the page use while
     it is parsed, which are written into the page instead: documentation_options.js (DOCUMENTATION_OPTIONS, set by
     the inline ``DOCUMENTATION_OPTIONS.pagename = ...``; rendered from Sphinx's own template with the page's
-    context) and tl/tl-require.js (window.tlRequire, called by the bertviz views' inline scripts; its base URL, the
-    site's _static/tl/, written as the page's relative path to it)."""
+    context) and tl/tl-require.js (window.tlRequire, called by the bertviz views' inline scripts; the site's
+    _static/tl/, whence it loads require.js, given in its tag's data-tl-base as the page's relative path to it)."""
     if app.builder.format != "html" or "script_files" not in context or pagename == "search":
         return  # the search page: its template's searchtools.js runs at once and needs doctools.js before it
     from sphinx.builders.html._assets import _JavaScript
@@ -725,11 +750,8 @@ def unblocked_scripts(app, pagename, templatename, context, doctree) -> None:
             scripts.append(_JavaScript("", priority=priority, body=body))
         elif name.endswith("tl/tl-require.js"):
             source = (SITE_ASSETS / "tl-require.js").read_text(encoding="utf-8")
-            if _REQUIRE_BASE not in source:
-                raise RuntimeError(f"{SITE_ASSETS / 'tl-require.js'} no longer computes its base as {_REQUIRE_BASE!r}")
-            base = context["pathto"]("_static/tl/", 1)
-            source = source.replace(_REQUIRE_BASE, f"var base = new URL({base!r}, document.baseURI).href;")
-            scripts.append(_JavaScript("", priority=priority, body=source))
+            scripts.append(_JavaScript("", priority=priority, body=source,
+                                       **{"data-tl-base": context["pathto"]("_static/tl/", 1)}))
         elif name.rsplit("/", 1)[-1] in AFTER_FIRST_FRAME and attributes.get("type") in (None, "text/javascript"):
             attributes.pop("body", None)
             attributes.pop("type", None)
@@ -752,28 +774,34 @@ def _documentation_options(app, context) -> str:
 
 # ---------------------------------------------------------------- the controls' frames: loaded on first use
 # A precomputed control (transformer_lite.book.interactive.explore) carries every frame (figures as PNG data URIs)
-# in a <script type="application/json" class="tl-data"> that its inline script parses when the page loads: up to
-# 370 KB (gzip) of a chapter's page, all on the critical path, for figures the reader sees only by moving a slider.
-# Here the frames go to a file of their own, _data/<hash>.js (a script, not JSON: a page opened from disk may load
-# scripts, not fetch files), and the control's script asks static/tl-lazy.js for them when the reader first moves
-# it, or touches or focuses it. The page shows the control's first frame as before.
+# in a <script type="application/json" class="tl-data">: up to 370 KB (gzip) of a chapter's page, all on the
+# critical path, for figures the reader sees only by moving a slider. Here the frames go to a file of their own,
+# _data/<hash>.js (a script, not JSON: a page opened from disk may load scripts, not fetch files), and the holder
+# keeps only its address; the control's own script (written so by interactive.py) then asks static/tl-lazy.js for
+# them (window.tlExploreData) when the reader first moves it, or touches or focuses it. The page shows the
+# control's first frame as before.
 
 _EXPLORE_DATA = re.compile(r'<script type="application/json" class="tl-data">(.*?)</script>', re.S)
-_EXPLORE_PARSE = "var d=JSON.parse(r.querySelector('script.tl-data').textContent),"
-_EXPLORE_UPDATE = "function u(){"
+# what the control's script calls for frames that are not in the page (interactive.py _SCRIPT)
+EXPLORE_LOADER = "window.tlExploreData(r)"
 
 
 def lazy_explore_data(app, doctree, docname) -> None:
-    """Move each control's frames out of the page (see above); a control whose script is not the one expected is
-    left as it is (tests/test_budgets.py then finds its page over budget)."""
+    """Move each control's frames out of the page (see above). A control whose script would not load them (an
+    output an older transformer_lite wrote: its chapter must run again) keeps them, with a warning (the strict
+    build fails)."""
     if app.builder.format != "html":
         return
     import hashlib
 
     for raw in list(doctree.findall(nodes.raw)):
         text = raw.astext()
-        if 'class="tl-data"' not in text or text.count(_EXPLORE_PARSE) != len(_EXPLORE_DATA.findall(text)) \
-                or text.count(_EXPLORE_UPDATE) != text.count(_EXPLORE_PARSE):
+        if 'class="tl-data"' not in text:
+            continue
+        if text.count(EXPLORE_LOADER) != len(_EXPLORE_DATA.findall(text)):
+            logger.warning("%s: a precomputed control whose script does not load its frames on first use (%s): its "
+                           "output was written by an older transformer_lite; run the chapter again (remove "
+                           "_build/.jupyter_cache*)", docname, EXPLORE_LOADER, location=raw)
             continue
         up = "../" * docname.count("/")
 
@@ -787,8 +815,4 @@ def lazy_explore_data(app, doctree, docname) -> None:
             return (f'<script type="application/json" class="tl-data" data-tl-key="{key}" '
                     f'data-tl-src="{up}_data/{key}.js"></script>')
 
-        text = _EXPLORE_DATA.sub(move, text)
-        text = text.replace(_EXPLORE_PARSE, "var d=null,")
-        text = text.replace(_EXPLORE_UPDATE, "function u(){if(!d){window.tlExploreData(r).then(function(x){d=x;u();});"
-                                             "return;}")
-        raw.replace_self(nodes.raw("", text, format="html", classes=raw.get("classes", [])))
+        raw.replace_self(nodes.raw("", _EXPLORE_DATA.sub(move, text), format="html", classes=raw.get("classes", [])))

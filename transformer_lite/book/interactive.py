@@ -151,9 +151,14 @@ _STYLE = ("<style>.tl-explore{margin:.5em 0 1em}.tl-controls{display:flex;flex-w
 # Frames are stored once (identical frames shared; the initial one only in the page, null in the
 # data); `index` maps the combination (row-major over the
 # controls) to a frame. Each control carries its axis number; changing one recomputes the combination.
+# The frames are read on the control's first use, not as the page loads: in Jupyter from the <script class="tl-data">
+# that holds them; on the book's site, where the build moves them to a file of their own (the holder then names it
+# in data-tl-key), through window.tlExploreData (tools/sphinx_ext/static/tl-lazy.js loads that file).
 _SCRIPT = """<script>(function(){var r=document.getElementById(%(id)s);if(!r)return;
-var d=JSON.parse(r.querySelector('script.tl-data').textContent),v=r.querySelector('.tl-frame'),
-c=r.querySelectorAll('[data-tl-axis]'),f0=v.innerHTML;function u(){var k=0;c.forEach(function(e){var a=+e.dataset.tlAxis;
+var d=null,v=r.querySelector('.tl-frame'),
+c=r.querySelectorAll('[data-tl-axis]'),f0=v.innerHTML;function u(){if(!d){var h=r.querySelector('script.tl-data');
+if(h.dataset.tlKey){window.tlExploreData(r).then(function(x){d=x;u();});return;}d=JSON.parse(h.textContent);}
+var k=0;c.forEach(function(e){var a=+e.dataset.tlAxis;
 k=k*d.sizes[a]+(+e.value);var o=e.parentNode.querySelector('output');if(o)o.textContent=d.labels[a][+e.value];});
 var f=d.frames[d.index[k]];v.innerHTML=f===null?f0:f;r.dataset.tlFrame=k;}
 c.forEach(function(e){e.addEventListener('input',u);e.addEventListener('change',u);});})();</script>"""
