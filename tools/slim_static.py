@@ -14,7 +14,8 @@ tasks of 150-360 ms forcing style and layout. Each cut below keeps what the page
 * **The theme's stylesheet** keeps the rules the site's pages and scripts can match (PurgeCSS,
   tools/purge_css.mjs): 45 KB -> 23 KB compressed on the critical path of every page, and fewer rules to match.
 * **The head**: no preload of the theme's two deferred scripts (it raised them into the first paint's bytes), and
-  the first visit's colour mode decided from the start (rewrite_head).
+  the first visit's colour mode decided from the start: written so by our own layout.html (tools/patches.py
+  lists why); rewrite_pages fails a page whose head is not.
 * **Plain code spans**: Pygments wraps every name, punctuation mark and space of a code cell in a ``<span>``
   (``<span class="n">x</span>``), over 2,000 elements on a chapter; where the book's Pygments style gives such a
   class nothing but the code block's own colour in both colour modes (checked in the site's pygments.css, not
@@ -24,7 +25,7 @@ tasks of 150-360 ms forcing style and layout. Each cut below keeps what the page
   ``tabIndex`` 0 (keyboard users can scroll it), alternating a read of its size with a write of its
   ``tabIndex``: each write invalidates the styles (Bootstrap styles ``[tabindex="-1"]``), so each read lays the
   page out again (one 324 ms task on chapter 3). The patched script reads all sizes first, then writes the
-  indices that change: the same tab stops, one layout.
+  indices that change: the same tab stops, one layout (tools/patches.py, like every change to the theme's files).
 
 The fonts, the theme's stylesheet and its scripts are read from where they are installed (the theme's package,
 node_modules), never from the site, so running this twice, or after a build that copied only some files again, gives
@@ -43,6 +44,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import patches
+
 ROOT = Path(__file__).resolve().parent.parent
 MATHJAX_FONTS = ROOT / "node_modules" / "mathjax" / "es5" / "output" / "chtml" / "fonts" / "woff-v2"
 SITE_MATHJAX_FONTS = Path("_static/tl/mathjax/output/chtml/fonts/woff-v2")
@@ -54,8 +57,9 @@ MARK = "/* tools/slim_static.py: Font Awesome cut to the icons this site uses */
 _ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+::?before,?)+)\{content:"((?:[^"\\]|\\.)*)"\}')
 _ICON_NAME = re.compile(r"\bfa-([a-z0-9]+(?:-[a-z0-9]+)*)")
 _CSS_CONTENT = re.compile(r'content:\s*"((?:[^"\\]|\\.)*)"')
-_FONT_FACE_SRC = re.compile(r'src:url\(\.\./vendor/fontawesome/webfonts/(fa-[a-z]+-\d+)\.woff2\) format\("woff2"\),'
-                            r'url\(\.\./vendor/fontawesome/webfonts/\1\.ttf\) format\("truetype"\)')
+# the theme's @font-face rules name the WOFF files slim_fontawesome writes (tools/patches.py)
+FONT_PATCHES = ("font-awesome-fa-brands-400-as-woff", "font-awesome-fa-regular-400-as-woff",
+                "font-awesome-fa-solid-900-as-woff")
 
 
 def theme_static() -> Path:
@@ -97,9 +101,7 @@ def slim_stylesheet(css: str, names: set[str]) -> tuple[str, set[int]]:
         kept.update(ord(c) for c in css_string(m.group(2)))
         return ",".join(selectors) + '{content:"' + m.group(2) + '"}'
 
-    out = _ICON_RULE.sub(rule, css)
-    out = _FONT_FACE_SRC.sub(r'src:url(../vendor/fontawesome/webfonts/\1.woff) format("woff")', out)
-    out = re.sub(r"/\*# sourceMappingURL=[^*]*\*/\s*$", "", out)  # the map describes the whole stylesheet
+    out = patches.without_source_map(_ICON_RULE.sub(rule, css))  # the map describes the whole stylesheet
     if out.startswith("@charset"):  # it must stay the first thing in the file
         first, _, rest = out.partition("\n")
         return first + "\n" + MARK + rest, kept | _private_use(_ICON_RULE.sub("", css))
@@ -133,7 +135,7 @@ def slim_fontawesome(html_dir: Path) -> dict:
     """Font Awesome cut to this site's icons: the stylesheet and the three fonts in html_dir/_static."""
     source = theme_static()
     static = html_dir / "_static"
-    css, chars = slim_stylesheet((source / FA_CSS).read_text(encoding="utf-8"), icon_names(html_dir))
+    css, chars = slim_stylesheet(patches.patched_file(*FONT_PATCHES), icon_names(html_dir))
     for path in static.rglob("*.css"):
         if path != static / FA_CSS:
             chars |= _private_use(path.read_text(encoding="utf-8", errors="replace"))
@@ -203,43 +205,16 @@ def slim_mathjax(html_dir: Path, source: Path = MATHJAX_FONTS) -> dict:
 
 
 THEME_JS = Path("scripts/pydata-sphinx-theme.js")
-# pydata-sphinx-theme 0.17.1's updateTabStops (src/pydata_sphinx_theme/assets/scripts/pydata-sphinx-theme.js,
-# addTabStopsToScrollableElements), minified: a read and a write per element
-TAB_STOPS = '.forEach(e=>{e.tabIndex=e.scrollWidth>e.clientWidth||e.scrollHeight>e.clientHeight?0:-1})'
-# the same decisions, every size read (one layout) when the first element is visited, then the changed writes; an
-# element the browser is not rendering (in a closed fold, or a section not yet shown: static/tl-lazy.js) keeps its
-# tab stop, since reading its size would lay it out now: it is decided again when it shows
-TAB_STOPS_BATCHED = ('.forEach((e,i,l)=>{if(!i)l.tlTabs=Array.from(l,x=>x.checkVisibility&&'
-                     '!x.checkVisibility({contentVisibilityAuto:!0})?x.tabIndex:x.scrollWidth>x.clientWidth||'
-                     'x.scrollHeight>x.clientHeight?0:-1);if(e.tabIndex!==l.tlTabs[i])e.tabIndex=l.tlTabs[i]})')
-# ... and its debounced run, which the theme calls on resizes and on changes of the page, also called by
-# static/tl-lazy.js when a fold opens or the last section shows (window.tlTabStops)
-TAB_STOPS_DEBOUNCED = 't=_(e,300);window.addEventListener("resize",t)'
-TAB_STOPS_EXPOSED = 't=_(e,300);window.tlTabStops=t;window.addEventListener("resize",t)'
 BOOTSTRAP_JS = Path("scripts/bootstrap.js")
-# the theme's back-to-top button (in its bootstrap.js bundle) reads the header's position as the page loads, which
-# lays out the whole page there and then; the header is sticky, so reading it at the first scroll gives the same
-BACK_TO_TOP = ('var e=document.getElementsByClassName("bd-header")[0].getBoundingClientRect();'
-               'window.addEventListener("scroll",function(){')
-BACK_TO_TOP_LAZY = ('var h=document.getElementsByClassName("bd-header")[0],e;'
-                    'window.addEventListener("scroll",function(){e=e||h.getBoundingClientRect();')
+# each of the theme's scripts and its patches (tools/patches.py: why, and the version they were written for)
+THEME_SCRIPT_PATCHES = {THEME_JS: ("theme-tab-stops-one-layout", "theme-tab-stops-callable"),
+                        BOOTSTRAP_JS: ("back-to-top-reads-the-header-at-the-first-scroll",)}
 
 
-def _patched(name: Path, script: str, changes: list[tuple[str, str]]) -> str:
-    for old, new in changes:
-        if script.count(old) != 1:
-            raise ValueError(f"{theme_static() / name}: {old[:60]!r}... of pydata-sphinx-theme 0.17.1 is not there "
-                             "once: a new version of the theme? (tools/slim_static.py)")
-        script = script.replace(old, new)
-    return re.sub(r"\n//# sourceMappingURL=[^\n]*\s*$", "\n", script)
-
-
-def patch_theme_script(html_dir: Path) -> None:
-    """The theme's scripts with no layout forced as the page loads (TAB_STOPS_BATCHED, BACK_TO_TOP_LAZY)."""
-    for name, changes in ((THEME_JS, [(TAB_STOPS, TAB_STOPS_BATCHED), (TAB_STOPS_DEBOUNCED, TAB_STOPS_EXPOSED)]),
-                          (BOOTSTRAP_JS, [(BACK_TO_TOP, BACK_TO_TOP_LAZY)])):
-        script = _patched(name, (theme_static() / name).read_text(encoding="utf-8"), changes)
-        (html_dir / "_static" / name).write_text(script, encoding="utf-8")
+def patch_theme_scripts(html_dir: Path) -> None:
+    """The theme's scripts with no layout forced as the page loads (THEME_SCRIPT_PATCHES)."""
+    for name, names in THEME_SCRIPT_PATCHES.items():
+        (html_dir / "_static" / name).write_text(patches.patched_file(*names), encoding="utf-8")
         (html_dir / "_static" / name).with_suffix(".js.map").unlink(missing_ok=True)
 
 
@@ -290,24 +265,29 @@ def purge_stylesheet(html_dir: Path) -> dict:
     return json.loads(proc.stdout)
 
 
-# pydata-sphinx-theme writes these into every page's head (its templates): the preloads raise the theme's two
-# deferred scripts to high priority, into the bytes before the first paint; the first visit's colour mode script
-# writes data-theme="auto", which no rule styles, until the theme's script sets "light" or "dark" at load: one more
-# style pass over the whole page (176 ms on chapter 3 in Lighthouse's phone), and a dark reader sees a light page
-# first. The mode script here decides the theme as the theme's script will (its setTheme: the system's preference).
-_PRELOAD = re.compile(r'<link rel="preload" as="script" href="[^"]*_static/scripts/(?:bootstrap|pydata-sphinx-theme)'
-                      r'\.js[^"]*" />\n?')
+# What our layout.html writes into every page's head instead of the theme's (tools/patches.py,
+# head-without-script-preloads-colour-mode-at-once): no preload of the theme's scripts, and the first visit's
+# colour mode decided at once; the theme's own line would write data-theme="auto".
+PRELOAD = re.compile(r'<link rel="preload" as="script" href="[^"]*_static/scripts/(?:bootstrap|pydata-sphinx-theme)'
+                     r'\.js[^"]*" />')
 AUTO_THEME = 'document.documentElement.dataset.theme = localStorage.getItem("theme") || "auto";'
 SYSTEM_THEME = ('document.documentElement.dataset.theme = localStorage.getItem("theme") || '
                 '(matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");')
 
 
-def rewrite_head(html: str) -> str:
-    return _PRELOAD.sub("", html).replace(AUTO_THEME, SYSTEM_THEME)
+def head_problem(html: str) -> str | None:
+    """What is wrong with a page's head as our layout.html should have written it (None: nothing)."""
+    if "<head" not in html:
+        return None
+    if PRELOAD.search(html):
+        return "preloads the theme's deferred scripts"
+    if AUTO_THEME in html or SYSTEM_THEME not in html:
+        return "does not decide the colour mode at once"
+    return None
 
 
 def rewrite_pages(html_dir: Path) -> dict:
-    """Every page's head (rewrite_head) and code blocks (plain_token_classes); what changed."""
+    """Every page's code blocks (plain_token_classes), its head checked (head_problem); what changed."""
     css = html_dir / "_static" / "pygments.css"
     text = css.read_text(encoding="utf-8") if css.exists() else ""
     classes = plain_token_classes(text)
@@ -315,27 +295,27 @@ def rewrite_pages(html_dir: Path) -> dict:
         rules = "".join(f'html[data-theme="{theme}"] .highlight pre {{ color: {colour} }}\n'
                         for theme, colour in _THEME_COLOUR.findall(text))
         css.write_text(text.rstrip("\n") + "\n" + PRE_COLOUR_MARK + "\n" + rules, encoding="utf-8")
-    spans = pages = heads = 0
+    spans = pages = 0
     for page in html_dir.rglob("*.html"):
         if "_static" in page.relative_to(html_dir).parts:
             continue
         old = page.read_text(encoding="utf-8")
-        heads += AUTO_THEME in old or bool(_PRELOAD.search(old))
-        new, n = unwrap_plain_spans(rewrite_head(old), classes)
+        problem = head_problem(old)
+        if problem:
+            raise ValueError(f"{page}: the page's head {problem}: tools/sphinx_ext/templates/layout.html writes it "
+                             "(its block css; tools/patches.py head-without-script-preloads-colour-mode-at-once)")
+        new, n = unwrap_plain_spans(old, classes)
         if new != old:
             page.write_text(new, encoding="utf-8")
             pages += 1
             spans += n
-    if pages and not heads:  # the theme's templates changed: say so, instead of silently keeping its head
-        raise ValueError("no page's head has the preloads or the colour-mode script of pydata-sphinx-theme 0.17.1 "
-                         "that rewrite_head replaces: a new version of the theme? (tools/slim_static.py)")
-    return dict(pages=pages, spans=spans, heads=heads)
+    return dict(pages=pages, spans=spans)
 
 
 def slim(html_dir: Path) -> dict:
     if not (theme_static() / FA_CSS).exists():
         raise FileNotFoundError(f"{theme_static() / FA_CSS}: pydata-sphinx-theme's stylesheet is not where 0.17 keeps it")
-    patch_theme_script(html_dir)
+    patch_theme_scripts(html_dir)
     done = dict(pages=rewrite_pages(html_dir), fontawesome=slim_fontawesome(html_dir), mathjax=slim_mathjax(html_dir))
     done["stylesheet"] = purge_stylesheet(html_dir)
     return done
