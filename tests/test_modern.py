@@ -120,6 +120,76 @@ def test_gqa_equals_torch_sdpa_enable_gqa(kv):
         GroupedQueryAttention(64, 8, 3)
 
 
+def _padded_causal(B=3, T=7):
+    """A causal mask and a key padding mask under which row 0's first two queries have no key at all."""
+    from transformer_lite.masks import causal_mask
+    kpm = torch.zeros(B, T, dtype=torch.bool)
+    kpm[0, :2] = True  # row 0: two padding keys in front; its queries 0 and 1 see only padding
+    kpm[1, -1] = True
+    return causal_mask(T), kpm
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_gqa_with_all_heads_is_multihead_attention_with_padding_and_dead_rows(fused):
+    """As many KV heads as heads, the same weights: MultiHeadAttention's numbers exactly, a padding mask included,
+    on both attention paths; a query whose keys are all masked gets 0 before W^O (its bias), not NaN."""
+    from transformer_lite._fused import use_fused
+    from transformer_lite.attention import MultiHeadAttention
+    from transformer_lite.modern import GroupedQueryAttention
+    torch.manual_seed(7)
+    mha, gqa = MultiHeadAttention(32, 4, bias=True), GroupedQueryAttention(32, 4, 4, bias=True)
+    gqa.load_state_dict(mha.state_dict())
+    x = torch.randn(3, 7, 32)
+    causal, kpm = _padded_causal()
+    with use_fused(fused), torch.no_grad():
+        ours = gqa(x, causal, key_padding_mask=kpm)
+        theirs, _ = mha(x, x, x, key_padding_mask=kpm, attn_mask=causal, need_weights=False)
+        assert torch.equal(ours, theirs)
+        assert torch.equal(gqa(x, causal.float().masked_fill(causal, float("-inf"))), gqa(x, causal))  # float mask
+    assert not ours.isnan().any()
+    assert torch.equal(ours[0, :2], gqa.out_proj.bias.expand(2, -1))  # attended to nothing: 0, then W^O's bias
+
+
+@pytest.mark.parametrize("kv", [1, 2, 4])
+def test_gqa_with_a_padding_mask_equals_torch_sdpa_enable_gqa(kv):
+    from transformer_lite.modern import GroupedQueryAttention
+    torch.manual_seed(8)
+    g = GroupedQueryAttention(32, 4, kv)
+    x = torch.randn(3, 7, 32)
+    causal, kpm = _padded_causal()
+    q = g.q_proj(x).view(3, 7, 4, 8).transpose(1, 2)
+    k = g.k_proj(x).view(3, 7, kv, 8).transpose(1, 2)
+    v = g.v_proj(x).view(3, 7, kv, 8).transpose(1, 2)
+    keep = ~(causal | kpm[:, None, None, :])  # (B, 1, T, S): F.scaled_dot_product_attention's True = keep
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=True)
+    ref = g.out_proj(ref.transpose(1, 2).reshape(3, 7, 32))
+    ours = g(x, causal, key_padding_mask=kpm)
+    alive = keep.any(-1)[:, 0]  # (B, T): queries with at least one key (PyTorch gives NaN for the others)
+    torch.testing.assert_close(ours[alive], ref[alive])
+    assert torch.equal(ours[~alive], torch.zeros_like(ours[~alive]))  # no bias: exactly 0
+
+
+def test_gqa_padding_mask_through_the_cache_and_bad_masks():
+    from transformer_lite.attention import KVCache
+    from transformer_lite.masks import causal_mask
+    from transformer_lite.modern import GroupedQueryAttention
+    torch.manual_seed(9)
+    g = GroupedQueryAttention(32, 4, 2, rope_base=1e4).eval()
+    x = torch.randn(3, 7, 32)
+    causal, kpm = _padded_causal()
+    full = g(x, causal, key_padding_mask=kpm)
+    cache = KVCache()
+    steps = [g(x[:, :4], causal_mask(4), key_padding_mask=kpm[:, :4], cache=cache)]
+    steps += [g(x[:, t:t + 1], key_padding_mask=kpm[:, :t + 1], cache=cache) for t in range(4, 7)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full)
+    with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(3, 7\), got \(3, 6\)"):
+        g(x, causal, key_padding_mask=kpm[:, :6])
+    with pytest.raises(ValueError, match="attn_mask must have shape"):
+        g(x, causal[:6])
+    with pytest.raises(TypeError, match="key_padding_mask must be a bool tensor"):
+        g(x, key_padding_mask=kpm.long())
+
+
 @pytest.mark.parametrize("kv", [8, 2, 1])  # MHA, GQA, MQA
 def test_kv_cache_bytes_formula_equals_measured(kv):
     from transformer_lite.attention import KVCache

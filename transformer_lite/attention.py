@@ -113,6 +113,18 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2).reshape(B, T, H * D_h)  # (B, H, T, D_h) -> (B, T, H, D_h) -> (B, T, D)
 
 
+def merge_head_masks(attn_mask, key_padding_mask, q: torch.Tensor, k: torch.Tensor):
+    """Check both masks against the shapes of q (B, H, T, D_h) and k (B, ., S, D_h), then merge them into one
+    mask that broadcasts to the scores (B, H, T, S) (:func:`~transformer_lite.masks.merge_masks`).
+
+    attn_mask: (T, S) or (B*H, T, S); key_padding_mask: (B, S); bool (True = blocked) or float (added).
+    """
+    B, H, T, S = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+    check_mask("key_padding_mask", key_padding_mask, [(B, S)])
+    check_mask("attn_mask", attn_mask, [(T, S), (B * H, T, S)])
+    return merge_masks(attn_mask, key_padding_mask, B, T, S, dtype=q.dtype)
+
+
 class KVCache:
     """Keys and values of earlier steps, kept for incremental decoding.
 
@@ -181,7 +193,7 @@ class MultiHeadAttention(nn.Module):
         check_multihead_inputs(query, key, value, self.d_model)
         q = split_heads(self.q_proj(query), self.nhead)  # project, split: (B, T, D) -> (B, H, T, D_h)
         k, v = self._project_kv(key, value, cache)  # the same for K and V: (B, S, D) -> (B, H, S, D_h)
-        mask = self._merge_masks(attn_mask, key_padding_mask, q, k)  # one mask, broadcast to (B, H, T, S)
+        mask = merge_head_masks(attn_mask, key_padding_mask, q, k)  # one mask, broadcast to (B, H, T, S)
         dropout_p = self.dropout if self.training else 0.0
         out, weights = attend(q, k, v, mask, dropout_p, need_weights)  # all heads at once: (B, H, T, D_h)
         return self.out_proj(merge_heads(out)), weights  # merge, W^O: (B, H, T, D_h) -> (B, T, D) -> (B, T, D)
@@ -195,10 +207,3 @@ class MultiHeadAttention(nn.Module):
         if cache is None:
             return k, v
         return cache.update(k, v)  # self-attention: the earlier steps' keys and values, then this step's
-
-    def _merge_masks(self, attn_mask, key_padding_mask, q, k):
-        """Check both masks against the shapes of q (B, H, T, D_h) and k (B, H, S, D_h), then merge them."""
-        B, H, T, S = q.shape[0], self.nhead, q.shape[2], k.shape[2]
-        check_mask("key_padding_mask", key_padding_mask, [(B, S)])
-        check_mask("attn_mask", attn_mask, [(T, S), (B * H, T, S)])
-        return merge_masks(attn_mask, key_padding_mask, B, T, S, dtype=q.dtype)

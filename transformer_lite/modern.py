@@ -15,7 +15,8 @@ import torch
 import torch.nn as nn
 
 from ._checks import check_number, check_positive_int, check_tensor, check_token_ids
-from .attention import KVCache
+from ._fused import attend
+from .attention import KVCache, merge_head_masks, merge_heads, split_heads
 from .language_models import rotary  # RoPE: one implementation, shared with chapter 14
 from .masks import causal_mask
 
@@ -89,15 +90,18 @@ class GroupedQueryAttention(nn.Module):
     """Self-attention whose ``nhead`` query heads share ``num_kv_heads`` key/value heads (Ainslie et al., 2023).
 
     Chapter 4's heads, with each group of nhead / num_kv_heads query heads reading the same K and V.
-    ``num_kv_heads == nhead`` is multi-head attention; ``num_kv_heads == 1`` is multi-query attention
-    (Shazeer, 2019). Smaller K and V mean a smaller KV cache (:func:`kv_cache_bytes`).
+    ``num_kv_heads == nhead`` is multi-head attention: the same numbers as
+    :class:`~transformer_lite.attention.MultiHeadAttention` on the same weights, through the same helpers (masks,
+    split and merge, attention; a row whose keys are all masked gives 0, not NaN). ``num_kv_heads == 1`` is
+    multi-query attention (Shazeer, 2019). Smaller K and V mean a smaller KV cache (:func:`kv_cache_bytes`).
 
     ``rope_base`` turns q and k by their positions (:func:`rotary`; the cached keys were turned when they were
     new, so a step at position p uses p). ``bias`` is for the q, k, v projections (Qwen2 has them) and, unless
     ``out_bias`` says otherwise, for the output projection.
 
-    Shape: x (B, T, D); attn_mask (T, S) bool, True = blocked; cache: a :class:`KVCache` holding
-    (B, H_kv, S, D_h). Returns (B, T, D).
+    Shape: x (B, T, D); attn_mask (T, S) or (B*H, T, S) and key_padding_mask (B, S), bool (True = blocked) or
+    float (added), S = the cached positions + T; cache: a :class:`KVCache` holding (B, H_kv, S, D_h).
+    Returns (B, T, D).
     """
 
     def __init__(self, d_model: int, nhead: int, num_kv_heads: int, bias: bool = False, *,
@@ -122,26 +126,24 @@ class GroupedQueryAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, num_kv_heads * self.head_dim, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias if out_bias is None else out_bias)
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, *, cache=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, *,
+                key_padding_mask: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
         check_tensor("x", x, ndim=3, last_dim=self.d_model)
-        B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.nhead, self.head_dim).transpose(1, 2)  # (B, H, T, D_h)
-        k = self.k_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)  # (B, H_kv, T, D_h)
-        v = self.v_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        q = split_heads(self.q_proj(x), self.nhead)  # (B, T, D) -> (B, H, T, D_h)
+        k = split_heads(self.k_proj(x), self.num_kv_heads)  # (B, T, H_kv * D_h) -> (B, H_kv, T, D_h)
+        v = split_heads(self.v_proj(x), self.num_kv_heads)
         if self.rope_base is not None:  # RoPE: turn q and k by their positions (after the cached ones)
             start = 0 if cache is None else len(cache)
-            positions = torch.arange(start, start + T, device=x.device)
+            positions = torch.arange(start, start + x.shape[1], device=x.device)
             q, k = rotary(q, positions, self.rope_base), rotary(k, positions, self.rope_base)
         if cache is not None:
-            k, v = cache.update(k, v)  # (B, H_kv, S, D_h)
+            k, v = cache.update(k, v)  # (B, H_kv, S, D_h): the earlier steps' keys and values, then this step's
         group = self.nhead // self.num_kv_heads
-        k = k.repeat_interleave(group, dim=1)  # (B, H, S, D_h): head h reads K/V head h // group
+        k = k.repeat_interleave(group, dim=1)  # (B, H, S, D_h): query head h reads K/V head h // group
         v = v.repeat_interleave(group, dim=1)
-        scores = q @ k.transpose(-1, -2) / self.head_dim ** 0.5  # (B, H, T, S)
-        if attn_mask is not None:
-            scores = scores.masked_fill(attn_mask, float("-inf"))
-        out = torch.softmax(scores, dim=-1) @ v  # (B, H, T, D_h)
-        return self.out_proj(out.transpose(1, 2).reshape(B, T, self.d_model))  # (B, T, D)
+        mask = merge_head_masks(attn_mask, key_padding_mask, q, k)  # one mask, broadcast to (B, H, T, S)
+        out, _ = attend(q, k, v, mask, need_weights=False)  # chapter 4's attention, every head: (B, H, T, D_h)
+        return self.out_proj(merge_heads(out))  # merge, W^O: (B, H, T, D_h) -> (B, T, D) -> (B, T, D)
 
 
 def kv_cache_bytes(batch: int, seq_len: int, num_layers: int, num_kv_heads: int, head_dim: int,
