@@ -538,6 +538,7 @@ def pretrain_masked_lm(sentences: Sequence[str], seed: int = 0, steps: int = PRE
     optimizer = torch.optim.AdamW(model.parameters(), lr=PRETRAIN_LR, betas=(0.9, 0.98), weight_decay=0.01)
     scheduler = _cosine(optimizer, steps)
     g = torch.Generator().manual_seed(seed)
+    history = History()  # every step's loss and learning rate (not returned)
     model.train()
     for _ in range(steps):
         batch = trim_padding(ids[torch.randint(0, ids.shape[0], (64,), generator=g)])
@@ -545,10 +546,7 @@ def pretrain_masked_lm(sentences: Sequence[str], seed: int = 0, steps: int = PRE
                                      special_ids=(PAD, BOS, EOS, UNK), generator=g)
         logits = model(inputs)
         loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=IGNORE_INDEX)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
+        optimization_step(model, loss, optimizer, scheduler, None, history)
     return model.eval()
 
 
@@ -572,14 +570,12 @@ def fine_tune(body: LanguageModel, examples: Sequence[tuple[str, int]], seed: in
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     scheduler = _cosine(optimizer, steps)
     g = torch.Generator().manual_seed(seed)
+    history = History()  # every step's loss and learning rate (not returned)
     model.train()
     for _ in range(steps):
         idx = torch.randint(0, len(examples), (min(32, len(examples)),), generator=g)
         loss = torch.nn.functional.cross_entropy(model(trim_padding(ids[idx])), y[idx])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
+        optimization_step(model, loss, optimizer, scheduler, None, history)
     return model.eval()
 
 
@@ -617,7 +613,7 @@ def _bert_run(seed: int, labelled=LABELLED, pretrain_steps: int = PRETRAIN_STEPS
 
 
 def run_bert(workers: int = WORKERS, log=print, seeds=SEEDS, labelled=LABELLED) -> dict:
-    runs = _run_all([("_bert_run", dict(seed=s, labelled=labelled)) for s in seeds], workers, log)
+    runs = _run_all([("bert", dict(seed=s, labelled=labelled)) for s in seeds], workers, log)
     train, test = classification_split(0)
     return dict(task="the tense (past, present, future) of an action sentence without its time words",
                 tenses=list(TENSES), n_sentences=len(tense_sentences()),
@@ -636,15 +632,10 @@ def run_bert(workers: int = WORKERS, log=print, seeds=SEEDS, labelled=LABELLED) 
                 cpu_seconds=_stats([r["cpu_seconds"] for r in runs]))
 
 
-def _call(job):
-    fn, kwargs = job
-    return globals()[fn](**kwargs)
-
-
 def _run_all(jobs: list, workers: int, log) -> list:
     """Every job's result, in the order of ``jobs``; ``workers`` processes at a time (1: here, one after another)."""
     def report(job, result):
-        log(f"  {job[0][1:-4]} {job[1]}: " + ", ".join(f"{k} {v:.4g}" for k, v in result.items()
+        log(f"  {job[0]} {job[1]}: " + ", ".join(f"{k} {v:.4g}" for k, v in result.items()
                                                      if isinstance(v, (int, float))))
         return result
 
@@ -662,7 +653,7 @@ def _stats(values: list) -> dict:
 
 def run_translation(workers: int = WORKERS, log=print, sizes=TRANSLATION_SIZES, seeds=SEEDS,
                     steps: int = TRANSLATION_STEPS) -> dict:
-    jobs = [("_translation_run", dict(kind=k, n=n, seed=s, steps=steps))
+    jobs = [("translation", dict(kind=k, n=n, seed=s, steps=steps))
             for n in sizes for k in TRANSLATION_MODELS for s in seeds]
     runs = iter(_run_all(jobs, workers, log))
     results = {}
@@ -688,9 +679,9 @@ def run_translation(workers: int = WORKERS, log=print, sizes=TRANSLATION_SIZES, 
 
 def run_scaling(workers: int = WORKERS, log=print, widths=SCALING_WIDTHS, token_steps=TOKEN_STEPS, seeds=SEEDS,
                 steps: int = SCALING_STEPS, token_width: int = TOKEN_WIDTH, long_run: bool = True) -> dict:
-    jobs = ([("_scaling_run", dict(LONG_RUN, seed=SEEDS[0]))] if long_run else []) + (
-            [("_scaling_run", dict(width=w, steps=steps, seed=s)) for w in widths for s in seeds]
-            + [("_scaling_run", dict(width=token_width, steps=t, seed=s)) for t in token_steps for s in seeds])
+    jobs = ([("scaling", dict(LONG_RUN, seed=SEEDS[0]))] if long_run else []) + (
+            [("scaling", dict(width=w, steps=steps, seed=s)) for w in widths for s in seeds]
+            + [("scaling", dict(width=token_width, steps=t, seed=s)) for t in token_steps for s in seeds])
     runs = iter(_run_all(jobs, workers, log))
     long = dict(LONG_RUN, **next(runs)) if long_run else None
 
@@ -734,8 +725,17 @@ def _blocks_run(kind: str, seed: int, steps: int = BLOCK_STEPS) -> dict:
                     parameters=count_parameters(model), outputs=outputs, cpu_seconds=time.thread_time() - cpu)
 
 
+# One run of each experiment, by the name a job carries (a worker process receives the name, not the function).
+_RUNS = dict(translation=_translation_run, scaling=_scaling_run, bert=_bert_run, blocks=_blocks_run)
+
+
+def _call(job):
+    name, kwargs = job
+    return _RUNS[name](**kwargs)
+
+
 def run_blocks(workers: int = WORKERS, log=print, seeds=SEEDS, steps: int = BLOCK_STEPS) -> dict:
-    jobs = [("_blocks_run", dict(kind=k, seed=s, steps=steps)) for k in BLOCK_MODELS for s in seeds]
+    jobs = [("blocks", dict(kind=k, seed=s, steps=steps)) for k in BLOCK_MODELS for s in seeds]
     runs = iter(_run_all(jobs, workers, log))
     return assemble_blocks({k: [next(runs) for _ in seeds] for k in BLOCK_MODELS}, steps)
 
