@@ -145,7 +145,8 @@ def test_gqa_with_all_heads_is_multihead_attention_with_padding_and_dead_rows(fu
         ours = gqa(x, causal, key_padding_mask=kpm)
         theirs, _ = mha(x, x, x, key_padding_mask=kpm, attn_mask=causal, need_weights=False)
         assert torch.equal(ours, theirs)
-        assert torch.equal(gqa(x, causal.float().masked_fill(causal, float("-inf"))), gqa(x, causal))  # float mask
+        additive = torch.zeros(7, 7).masked_fill(causal, float("-inf"))  # 0 = may attend, -inf = may not
+        torch.testing.assert_close(gqa(x, additive), gqa(x, causal))
     assert not ours.isnan().any()
     assert torch.equal(ours[0, :2], gqa.out_proj.bias.expand(2, -1))  # attended to nothing: 0, then W^O's bias
 
