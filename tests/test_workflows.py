@@ -362,6 +362,7 @@ def test_every_make_target_the_workflows_call_is_in_the_makefile():
 def test_the_caches_are_keyed_on_what_fills_them():
     build = _jobs()["build"]
     _, pip = _step(build, uses="actions/cache", path="~/.cache/pip")
+    assert "~/.cache/uv" in pip["with"]["path"].split()  # make install installs the locks with uv
     for f in ("requirements*.lock", "pyproject.toml"):
         assert f in pip["with"]["key"], pip["with"]["key"]
     _, npm = _step(build, uses="actions/cache", path="~/.npm")
