@@ -16,8 +16,9 @@ adds is what only a Colab-like install shows:
 2. **A Colab-like environment.** A fresh virtual environment of this Python gets a current pip, then
    what Colab preinstalls: torch at the version ``requirements.in`` pins (the CPU build here; an
    unpinned torch would pull GBs of CUDA packages), ipykernel, nbclient, nbformat, matplotlib,
-   ipywidgets, numpy, tqdm (not compiled to bytecode ahead: Python compiles the modules a kernel imports, and
-   compiling all of torch's thousands of files checks nothing here). Python 3.11's bundled pip 23.2
+   ipywidgets, numpy, tqdm, installed by uv (the toolchain's installer; pip when it is missing) and not compiled to
+   bytecode ahead: Python compiles the modules a kernel imports, and compiling all of torch's thousands of files
+   checks nothing here. Python 3.11's bundled pip 23.2
    rejects ``git+file:///`` requirements as "Invalid requirement"; Colab's pip is newer. The venv lives
    in ``/dev/shm`` when that has room, else in pytest's temporary folder.
 3. **The Colab command.** The set-up cell's own ``%pip install -q "transformer-step-by-step[book]==V"``, as ``transformer-step-by-step[book] @ git+URL``
@@ -140,12 +141,20 @@ def make_colab_venv(venv: Path, source: Path) -> dict:
     python = venv / "bin" / "python"
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     seconds = {}
+    # What Colab's image holds before the reader comes is put there by uv when the toolchain has it (make install
+    # does): the same packages in seconds of CPU where pip spends a minute; only the set-up cell's own command, the
+    # thing under test, runs through the venv's pip, as %pip does. uv reads no PIP_* variables: it is given pip's
+    # local wheels (PIP_FIND_LINKS, where these machines keep torch's CPU build).
+    uv = Path(sys.executable).parent / "uv"
+    links = [f"--find-links={d}" for d in os.environ.get("PIP_FIND_LINKS", "").split()]
+    preinstall = ([uv, "pip", "install", "-q", "--python", python, *links] if uv.exists()
+                  else [*pip, "--no-compile"])
     t0 = time.perf_counter()
     _run([sys.executable, "-m", "venv", venv], env=env)
-    _run([*pip, "--no-compile", "--upgrade", "pip"], env=env)
+    _run([*preinstall, "--upgrade", "pip"], env=env)
     seconds["venv + current pip"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    _run([*pip, "--no-compile", torch_pin(), *COLAB_PREINSTALLED], env=env)
+    _run([*preinstall, torch_pin(), *COLAB_PREINSTALLED], env=env)
     seconds["Colab's preinstalled packages (torch, ...)"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     _run([*pip, colab_requirement(source)], env=env)
