@@ -113,7 +113,7 @@ repository:
 # that share an expensive fixture (the served site, the JupyterLab server, the Colab-like venv) stay on one worker
 # (xdist_group marks). OMP_WAIT_POLICY=PASSIVE: with both cores busy, spinning OpenMP threads slowed 2-thread runs up to 8x.
 test: book
-	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 3 --dist loadgroup --durations=15
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 3 --dist loadgroup --durations=40
 
 check: $(PKG_STAMP)
 	$(PY) -m pytest -q tests -m "not browser and not slow"
