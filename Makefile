@@ -46,14 +46,15 @@ install: $(PKG_STAMP) node_modules/.installed
 
 # The toolchain comes from the lock files, every package at an exact version with its hashes (the installer refuses
 # any other file). pip installs the installer, uv (requirements-uv.lock), and uv installs the rest: the same files,
-# 12 CPU-seconds where pip spent 93 (measured here in a cgroup; pip compiles every module of every package, the kernels compile
-# only what they import, once). torch's CPU build is not on PyPI: these machines keep it on disk (PIP_FIND_LINKS,
-# which pip reads itself and uv is given); elsewhere set TORCH_INDEX_URL to PyTorch's CPU wheel index (the workflow
-# does), whose torch page lists that file.
+# compiled to bytecode on both cores (65 CPU-seconds, 76 s here, where pip took 93 CPU-seconds on one). Compiled
+# ahead because these machines set PYTHONDONTWRITEBYTECODE: without it every kernel would compile torch again.
+# torch's CPU build is not on PyPI: these machines keep it on disk (PIP_FIND_LINKS, which pip reads itself and uv
+# is given); elsewhere set TORCH_INDEX_URL to PyTorch's CPU wheel index (the workflow does), whose torch page
+# lists that file.
 TORCH_INDEX_URL ?=
 TORCH_LINKS := $(if $(TORCH_INDEX_URL),--find-links $(TORCH_INDEX_URL)/torch/,$(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS)))
 UV     := $(VENV)/bin/uv
-UV_INSTALL := $(UV) pip install --quiet --require-hashes --no-deps --python $(PY)
+UV_INSTALL := $(UV) pip install --quiet --require-hashes --no-deps --compile-bytecode --python $(PY)
 
 $(STAMP): requirements-uv.lock requirements.lock requirements-nodeps.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
