@@ -109,7 +109,7 @@ def run_lighthouse(url: str, preset: str | None = None) -> dict:
         out = Path(tmp) / "report.json"
         cmd = [str(LIGHTHOUSE), url, "--output=json", f"--output-path={out}", "--quiet",
                "--chrome-flags=--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage",
-               f"--only-categories=performance,accessibility,best-practices,seo"]
+               "--only-categories=performance,accessibility,best-practices,seo"]
         if preset:
             cmd.append(f"--preset={preset}")
         env = dict(os.environ, CHROME_PATH=CHROME)

@@ -200,9 +200,10 @@ def run(runs: int = 5, html_dir: Path = HTML, log=print) -> dict:
 
     sys.path.insert(0, str(ROOT / "tests"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
+    from playwright.sync_api import sync_playwright
+
     from chromium import ARGS, CHROMIUM
     from lighthouse import serve
-    from playwright.sync_api import sync_playwright
 
     server = serve(html_dir)
     started, load_before = time.perf_counter(), [round(x, 2) for x in os.getloadavg()]

@@ -6,8 +6,18 @@ import torch.nn.functional as F
 
 import transformer_lite as tl
 from transformer_lite.book.runtime import book_seed, num_threads
-from transformer_lite.vision import (GLYPHS, RELATIONS, PatchEmbedding, PatchEncoder, TinyCNN, glyphs_task, patchify,
-                                     sinusoidal_positional_encoding_2d, two_dots_task, unpatchify)
+from transformer_lite.vision import (
+    GLYPHS,
+    RELATIONS,
+    PatchEmbedding,
+    PatchEncoder,
+    TinyCNN,
+    glyphs_task,
+    patchify,
+    sinusoidal_positional_encoding_2d,
+    two_dots_task,
+    unpatchify,
+)
 
 
 @pytest.mark.parametrize("C,H,W,P", [(3, 64, 64, 16), (1, 32, 48, 8), (3, 224, 224, 14), (2, 8, 4, 4)])

@@ -13,9 +13,9 @@ import torch.nn.functional as F
 
 import transformer_lite as tl
 from transformer_lite import pitfalls
+from transformer_lite.book.runtime import book_seed, num_threads
 from transformer_lite.data import BOS, EOS, copy_task
 from transformer_lite.decoding import exact_match
-from transformer_lite.book.runtime import book_seed, num_threads
 from transformer_lite.training import teacher_forcing
 
 

@@ -3,8 +3,15 @@ import pytest
 import torch
 
 from transformer_lite.baselines import NULL, DictionaryTranslator, GRUTranslator, ibm1, transformer_without_positions
-from transformer_lite.data import (BOS, EOS, PAD, all_translation_pairs, combination_split, translation_split,
-                                   translation_task)
+from transformer_lite.data import (
+    BOS,
+    EOS,
+    PAD,
+    all_translation_pairs,
+    combination_split,
+    translation_split,
+    translation_task,
+)
 from transformer_lite.decoding import exact_match, greedy_decode
 from transformer_lite.model import Transformer, TransformerConfig, count_parameters
 from transformer_lite.training import train

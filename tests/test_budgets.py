@@ -25,7 +25,7 @@ import gzip
 import os
 import re
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -51,7 +51,7 @@ def pages() -> list[Path]:
                   and "<body" in p.read_text(encoding="utf-8", errors="replace")[:100_000])
 
 
-@lru_cache(maxsize=None)
+@cache
 def compressed(path: Path) -> int:
     data = path.read_bytes()
     return len(gzip.compress(data, 6)) if path.suffix in TEXT else len(data)
@@ -107,7 +107,7 @@ def measure(page: Path) -> dict:
                 blocking=blocking, scripts=[s.get("src") for s in scripts], text=text, doc=doc)
 
 
-@lru_cache(maxsize=None)
+@cache
 def site() -> dict:
     return {str(p.relative_to(HTML)): measure(p) for p in pages()}
 

@@ -17,7 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import build_book as bb  # noqa: E402
 
-
 # ---------------------------------------------------------------- the site's JavaScript
 
 
@@ -270,8 +269,9 @@ def test_the_extension_styles_a_misconception_note_and_nothing_else():
     import sys
 
     sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
-    import tl_book
     from docutils import nodes
+
+    import tl_book
 
     doctree = _doctree('> **Misconception.** "X is Y."\n>\n> **What is true.** Z.\n>\n> **Checked** below.\n\n'
                        "> **Note.** an ordinary quote\n")
@@ -290,8 +290,9 @@ def test_the_extension_drops_jupyterlabs_section_anchors_and_no_other_html():
     import sys
 
     sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
-    import tl_book
     from docutils import nodes
+
+    import tl_book
 
     doctree = _doctree('## A\n\ntext\n\n<div id="the-math"></div>\n\n## The math\n\n'
                        '<div id="ε-x"></div><div id="%CE%B5-x"></div>\n\n## ε x\n\n'
@@ -310,8 +311,9 @@ def test_the_extension_styles_a_chinese_misconception_note_with_its_stop_outside
     import sys
 
     sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
-    import tl_book
     from docutils import nodes
+
+    import tl_book
 
     for source in ("> **常见误解**。“X 是 Y。”\n>\n> **事实**。Z。\n", "> **常见误解。** “X 是 Y。”\n>\n> **事实**。Z。\n",
                    "> **常见误解**。X 是 Y。\n>\n> **事实**。Z。\n"):
@@ -397,6 +399,7 @@ def test_the_glossarys_terms_are_words_of_the_chinese_search(tmp_path):
     """jieba (as Sphinx's Chinese search runs it) with the book's dictionary keeps the glossary's terms whole,
     and still indexes their parts; its own dictionary cuts 位置编码 into 位置 + 编码."""
     import jieba
+
     import i18n
 
     tokenizer = jieba.Tokenizer()
@@ -415,8 +418,9 @@ def test_the_chinese_search_language_splits_and_stems_as_sphinxs():
     from types import SimpleNamespace
 
     sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
-    import tl_book
     from sphinx.search.zh import SearchChinese
+
+    import tl_book
 
     registered = []
     app = SimpleNamespace(config=SimpleNamespace(language="zh_CN"), add_search_language=registered.append)

@@ -13,8 +13,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import transformer_lite as tl
-from transformer_lite.data import PAD, UNK, Vocab, pad_batch
 from notebook_code import code_cell, exec_cell
+from transformer_lite.data import PAD, UNK, Vocab, pad_batch
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "01_tokens_and_embeddings.ipynb"
 

@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 
 import transformer_lite as tl
-from transformer_lite import pitfalls
 from notebook_code import code_cell, exec_cell
+from transformer_lite import pitfalls
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_self_attention.ipynb"
 

@@ -208,6 +208,7 @@ def test_six_line_forward_equals_the_package_and_torch():
 
 def _held_out(model, data, switched_off=()):
     import torch.nn.functional as F
+
     from transformer_lite.data import PAD
     from transformer_lite.training import teacher_forcing
 

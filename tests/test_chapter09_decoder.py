@@ -216,9 +216,9 @@ def test_decoder_layer_parameter_formula():
 
 @torch.no_grad()
 def test_shipped_translator_cross_attention_aligns_words():
+    from transformer_lite.book.pretrained import tiny_translator
     from transformer_lite.data import BOS, EOS, all_translation_pairs
     from transformer_lite.decoding import greedy_decode
-    from transformer_lite.book.pretrained import tiny_translator
 
     model, data, report = tiny_translator(progress=False)
     assert report["source"] == "shipped"
@@ -279,8 +279,8 @@ def test_shipped_translator_heads_point_at_the_source_of_the_next_word():
     # cross-attention layer over all held-out sentences.
     from collections import Counter
 
-    from transformer_lite.data import EOS, PAD
     from transformer_lite.book.pretrained import tiny_translator
+    from transformer_lite.data import EOS, PAD
 
     model, data, report = tiny_translator(progress=False)
     assert report["source"] == "shipped"

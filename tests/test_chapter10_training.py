@@ -16,9 +16,16 @@ from torch.testing import assert_close
 
 import transformer_lite as tl
 from transformer_lite.book.runtime import book_seed, num_threads
-from transformer_lite.data import BOS, EOS, PAD, Vocab, pad_batch, reverse_task
-from transformer_lite.training import (label_smoothed_cross_entropy, noam_lr, paper_adam, smoothed_targets,
-                                       teacher_forcing, train, warmup_scheduler)
+from transformer_lite.data import PAD, Vocab, pad_batch, reverse_task
+from transformer_lite.training import (
+    label_smoothed_cross_entropy,
+    noam_lr,
+    paper_adam,
+    smoothed_targets,
+    teacher_forcing,
+    train,
+    warmup_scheduler,
+)
 
 EN = Vocab("I have a cat".split())   # the source: the book translates English -> Chinese
 ZH = Vocab("我 有 一 只 猫".split())

@@ -9,10 +9,17 @@ import pytest
 import torch
 
 import transformer_lite as tl
-from transformer_lite.data import BOS, EOS, PAD
-from transformer_lite.decoding import (beam_search, beam_search_keep_finished, exact_match, greedy_decode,
-                                       length_penalty_gnmt, sample, sequence_log_prob)
 from transformer_lite.book.pretrained import tiny_translator
+from transformer_lite.data import BOS, EOS, PAD
+from transformer_lite.decoding import (
+    beam_search,
+    beam_search_keep_finished,
+    exact_match,
+    greedy_decode,
+    length_penalty_gnmt,
+    sample,
+    sequence_log_prob,
+)
 
 V = 13
 

@@ -10,9 +10,9 @@ import json
 import pytest
 import torch
 
+from transformer_lite.book.pretrained import RECIPE, tiny_translator
 from transformer_lite.data import BOS, EOS, PAD, UNK, all_translation_pairs, translation_task
 from transformer_lite.decoding import beam_search, exact_match, greedy_decode
-from transformer_lite.book.pretrained import RECIPE, tiny_translator
 
 
 @pytest.fixture(scope="module")
@@ -235,6 +235,7 @@ def test_the_laboratory_swaps_separate_the_models(lab):
 
 def test_the_laboratory_records_the_recipe_it_trained_with(lab):
     import dataclasses
+
     from transformer_lite.book.grammar_lab import _round
     assert lab["recipe"] == json.loads(json.dumps(_round(dataclasses.asdict(RECIPE))))
     assert lab["recipe"]["model"]["layer_norm_eps"] == RECIPE.model.layer_norm_eps == 1e-5   # not rounded to 0

@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_lite.data import UNK
-from transformer_lite.metrics import characters, corpus_bleu
-from transformer_lite.book import real_data
-from transformer_lite.book import real_translator as rt
+from transformer_lite.book import real_data, real_translator as rt
 from transformer_lite.book.runtime import book_seed, num_threads
 from transformer_lite.book.throughput import throughput_table
+from transformer_lite.data import UNK
+from transformer_lite.metrics import characters, corpus_bleu
 
 
 @pytest.fixture(scope="module")

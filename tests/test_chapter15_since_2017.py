@@ -9,8 +9,7 @@ import torch
 import torch.nn as nn
 
 import transformer_lite as tl
-from transformer_lite import language_models as lm
-from transformer_lite import modern
+from transformer_lite import language_models as lm, modern
 from transformer_lite.book.check.ch02 import _rotation as _chapter2_rotation  # chapter 2's M_k, as chapter 2 writes it
 from transformer_lite.book.pretrained import benchmark_results
 

@@ -133,9 +133,10 @@ def test_the_site_takes_an_images_alt_from_its_output_metadata():
     """tl_book.py's wrap of myst-nb's render_image: the output's alt; a cell's own alt (mystnb.image) still wins."""
     import base64
 
-    import tl_book
     from docutils import nodes
     from myst_nb.core.render import MimeData, NbElementRenderer
+
+    import tl_book
 
     tl_book.alt_text_from_outputs()
     tl_book.alt_text_from_outputs()  # wrapped once

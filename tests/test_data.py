@@ -2,8 +2,19 @@
 import pytest
 import torch
 
-from transformer_lite.data import (BOS, EOS, PAD, UNK, TranslationData, Vocab, all_translation_pairs, copy_task,
-                                   pad_batch, reverse_task, translation_task)
+from transformer_lite.data import (
+    BOS,
+    EOS,
+    PAD,
+    UNK,
+    TranslationData,
+    Vocab,
+    all_translation_pairs,
+    copy_task,
+    pad_batch,
+    reverse_task,
+    translation_task,
+)
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,15 @@ import torch
 
 from transformer_lite import Transformer
 from transformer_lite.data import BOS, EOS, PAD
-from transformer_lite.decoding import (BeamTrace, beam_search, exact_match, greedy_decode, length_penalty_gnmt,
-                                       sample, sequence_log_prob)
+from transformer_lite.decoding import (
+    BeamTrace,
+    beam_search,
+    exact_match,
+    greedy_decode,
+    length_penalty_gnmt,
+    sample,
+    sequence_log_prob,
+)
 
 V = 11
 

@@ -5,11 +5,10 @@ import collections
 import pytest
 import torch
 
-from transformer_lite.data import all_translation_pairs, subject_object_swaps, translation_split, translation_task
 from transformer_lite.book import grammar_lab as lab
 from transformer_lite.book.capstone import new_model, train_model
 from transformer_lite.book.pretrained import RECIPE, load_shipped_translator
-
+from transformer_lite.data import all_translation_pairs, subject_object_swaps, translation_split, translation_task
 
 # -- the swap grammar -------------------------------------------------------------------------------
 

@@ -563,7 +563,7 @@ def test_the_chinese_notebooks_solutions_fold_under_chinese_toggles():
             found += 1
         text = zh.read_text(encoding="utf-8")
         assert "Show solution" not in text and "Hide solution" not in text, zh.name
-    assert not bad, f"solutions of notebooks/zh/ whose toggles are not Chinese (python tools/i18n.py notebooks):\n" + \
+    assert not bad, "solutions of notebooks/zh/ whose toggles are not Chinese (python tools/i18n.py notebooks):\n" + \
         "\n".join(bad[:20])
     assert found >= 60
 

@@ -37,6 +37,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from chromium import need as _need  # the browser fixture is conftest.py's
 
 # one xdist worker runs this file: one JupyterLab server for all its tests (`make test` runs `pytest -n 3`)

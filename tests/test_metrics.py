@@ -24,8 +24,16 @@ import pytest
 sacrebleu = pytest.importorskip("sacrebleu")  # a test dependency (requirements.in), not the package's
 from sacrebleu.tokenizers.tokenizer_zh import TokenizerZh  # noqa: E402
 
-from transformer_lite.metrics import (bleu, characters, chrf, corpus_bleu, corpus_chrf,  # noqa: E402
-                                      modified_precision, ngrams, paired_bootstrap)
+from transformer_lite.metrics import (  # noqa: E402
+    bleu,
+    characters,
+    chrf,
+    corpus_bleu,
+    corpus_chrf,
+    modified_precision,
+    ngrams,
+    paired_bootstrap,
+)
 
 EN_HYPS = ["the cat sat on the mat", "there is a cat on the mat", "I have a cat", "", "a b c",
            "the the the the the the the"]

@@ -104,6 +104,7 @@ def test_gqa_with_all_heads_equals_multihead_attention():
 @pytest.mark.parametrize("kv", [1, 2, 8])
 def test_gqa_equals_torch_sdpa_enable_gqa(kv):
     import torch.nn.functional as F
+
     from transformer_lite.modern import GroupedQueryAttention
     torch.manual_seed(5)
     g = GroupedQueryAttention(64, 8, kv)

@@ -288,7 +288,6 @@ def test_chinese_labels_get_the_cjk_font_without_setup():
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     from transformer_lite.book import plotting
 

@@ -39,8 +39,8 @@ class Edition:
     (~0.3 s a page), so it is done once per edition for every test."""
 
     def __init__(self, name: str, path: Path):
-        from pypdf.generic import ContentStream
         from pypdf._text_extraction import _layout_mode
+        from pypdf.generic import ContentStream
 
         self.name, self.path = name, path
         reader = pypdf.PdfReader(str(path))

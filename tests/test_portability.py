@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
 from notebook_code import code_cells
 
 ROOT = Path(__file__).resolve().parent.parent

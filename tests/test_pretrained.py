@@ -7,15 +7,22 @@ import zipfile
 import pytest
 import torch
 
-from transformer_lite import Transformer
-from transformer_lite import count_parameters as tl_count
+from transformer_lite import Transformer, count_parameters as tl_count
+from transformer_lite.book import pretrained
+from transformer_lite.book.pretrained import (
+    RECIPE,
+    SHIPPED_REPORT,
+    SHIPPED_WEIGHTS,
+    Recipe,
+    cache_dir,
+    load_shipped_translator,
+    shipped_report,
+    tiny_translator,
+    train_tiny_translator,
+)
+from transformer_lite.book.runtime import book_seed
 from transformer_lite.data import BOS, EOS
 from transformer_lite.decoding import exact_match, greedy_decode
-from transformer_lite.book import pretrained
-from transformer_lite.book.pretrained import (RECIPE, SHIPPED_REPORT, SHIPPED_WEIGHTS, Recipe, cache_dir,
-                                         load_shipped_translator, shipped_report, tiny_translator,
-                                         train_tiny_translator)
-from transformer_lite.book.runtime import book_seed
 
 SMALL = Recipe(n_train=400, n_test=50, steps=20, batch_size=32, warmup_steps=10,
                model=RECIPE.model.replace(d_model=32, dim_feedforward=64, num_encoder_layers=1, num_decoder_layers=1))

@@ -5,7 +5,6 @@ import hashlib
 import pytest
 import torch
 
-from transformer_lite.book import real_data
 from transformer_lite.book import real_translator as rt
 from transformer_lite.book.runtime import book_seed, num_threads
 

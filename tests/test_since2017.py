@@ -6,11 +6,11 @@ import math
 import pytest
 import torch
 
-from transformer_lite.data import BOS, EOS, PAD, Vocab, all_translation_pairs
-from transformer_lite.language_models import IGNORE_INDEX, LanguageModel
 from transformer_lite.book import since2017 as s
 from transformer_lite.book.grammar_lab import size_split
 from transformer_lite.book.runtime import num_threads
+from transformer_lite.data import BOS, EOS, PAD, Vocab, all_translation_pairs
+from transformer_lite.language_models import IGNORE_INDEX, LanguageModel
 
 PAIRS = [("i have a cat", "我 有 一 只 猫"), ("she eats rice at home", "她 在 家 吃 饭"), ("he is big", "他 很 大")]
 

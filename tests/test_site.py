@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
+
 from chromium import need as _need
 
 # one xdist worker runs this file and tests/test_site.py/test_translator_web.py: they share the served site,

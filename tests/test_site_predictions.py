@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from chromium import need
 
+from chromium import need
 from transformer_lite.book import check
 from transformer_lite.book.i18n import set_language
 

@@ -6,8 +6,16 @@ import torch
 
 from transformer_lite.baselines import GRUTranslator
 from transformer_lite.book.runtime import book_seed, num_threads
-from transformer_lite.book.throughput import (VOCAB, _gru, _step_seconds, critical_path, gru_hidden_for,
-                                              matched_models, throughput_table, training_throughput)
+from transformer_lite.book.throughput import (
+    VOCAB,
+    _gru,
+    _step_seconds,
+    critical_path,
+    gru_hidden_for,
+    matched_models,
+    throughput_table,
+    training_throughput,
+)
 from transformer_lite.model import Transformer, count_parameters
 from transformer_lite.training import paper_adam
 

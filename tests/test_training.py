@@ -6,11 +6,19 @@ import torch
 import torch.nn.functional as F
 
 from transformer_lite import Transformer
+from transformer_lite.book.runtime import book_seed, num_threads
 from transformer_lite.data import BOS, EOS, PAD, copy_task
 from transformer_lite.decoding import exact_match
-from transformer_lite.book.runtime import book_seed, num_threads
-from transformer_lite.training import (History, label_smoothed_cross_entropy, noam_lr, paper_adam, smoothed_targets,
-                                       teacher_forcing, train, warmup_scheduler)
+from transformer_lite.training import (
+    History,
+    label_smoothed_cross_entropy,
+    noam_lr,
+    paper_adam,
+    smoothed_targets,
+    teacher_forcing,
+    train,
+    warmup_scheduler,
+)
 
 
 def tiny_model(V=12, seed=0, **kw):

@@ -15,15 +15,25 @@ import pytest
 import torch
 
 from transformer_lite import Transformer
-from transformer_lite.data import BOS, EOS, UNK, Vocab
-from transformer_lite.book.pretrained import tiny_translator
 from transformer_lite.book import real_data
-from transformer_lite.book.translate import (MAX_BEAM, SHIPPED, read_english, reading_of, reading_rules, shipped_examples,
-                                             shipped_key, shipped_translator, translate_pattern, translation_details,
-                                             translator_box_html)
+from transformer_lite.book.pretrained import tiny_translator
+from transformer_lite.book.translate import (
+    MAX_BEAM,
+    SHIPPED,
+    read_english,
+    reading_of,
+    reading_rules,
+    shipped_examples,
+    shipped_key,
+    shipped_translator,
+    translate_pattern,
+    translation_details,
+    translator_box_html,
+)
+from transformer_lite.data import BOS, EOS, UNK, Vocab
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from web_export import cached_export, classic_ort_script, export_onnx, export_key  # noqa: E402  (build-only code)
+from web_export import cached_export, classic_ort_script, export_key, export_onnx  # noqa: E402  (build-only code)
 
 
 @pytest.fixture(scope="module")

@@ -27,12 +27,18 @@ from test_site import AXE, AXE_TAGS, HTML, ROOT, _need  # the fixtures browser, 
 from test_translate import TRICKY
 from transformer_lite.book import real_data
 from transformer_lite.book.pretrained import tiny_translator
-from transformer_lite.book.translate import (DOWNLOAD_MB, MODEL_MB, SHIPPED, read_english, shipped_examples,
-                                             shipped_translator, translation_details)
+from transformer_lite.book.translate import (
+    DOWNLOAD_MB,
+    MODEL_MB,
+    SHIPPED,
+    read_english,
+    shipped_examples,
+    shipped_translator,
+    translation_details,
+)
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from translator_page import (CAPSTONE, FIRST_MS, HANG_FACTOR, LATER_MS, REAL_AWKWARD, Box, plan,  # noqa: E402
-                             sentences)
+from translator_page import CAPSTONE, FIRST_MS, HANG_FACTOR, LATER_MS, REAL_AWKWARD, Box, plan, sentences  # noqa: E402
 
 # one xdist worker runs this file and tests/test_site.py/test_translator_web.py: they share the served site,
 # the browser and the pages' reports (`make test` runs `pytest -n 3 --dist loadgroup`)

@@ -178,8 +178,9 @@ def execute_editions(editions: list[tuple[list[Path], Path, dict]], jobs: int = 
     as Jupyter Book would. All editions share one pool of ``jobs`` kernels, the longest chapters first
     (:func:`expected_seconds`): the two cores stay busy until the last chapter ends, instead of idling at the end of
     each edition's pass. Returns the problems (a chapter that raised)."""
-    import nbformat
     from concurrent.futures import ThreadPoolExecutor
+
+    import nbformat
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 

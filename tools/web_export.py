@@ -34,9 +34,17 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from transformer_lite.book.translate import (
+    LENGTH_PENALTY,
+    MAX_BEAM,
+    MAX_NEW_TOKENS,
+    SHIPPED,
+    TOP_K,
+    reading_of,
+    reading_rules,
+    shipped_translator,
+)
 from transformer_lite.data import BOS, EOS, PAD, UNK
-from transformer_lite.book.translate import (LENGTH_PENALTY, MAX_BEAM, MAX_NEW_TOKENS, SHIPPED, TOP_K, reading_of,
-                                             reading_rules, shipped_translator)
 
 ORT_BUNDLE = "onnxruntime-web/dist/ort.wasm.bundle.min.mjs"  # ES module: the API and its WebAssembly glue
 ORT_WASM = "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm"

@@ -6,14 +6,34 @@ Shape letters: B batch, S source length, T target length, D model width,
 H heads, D_h head width, V vocabulary.
 """
 from ._fused import fused_enabled, use_fused
-from .attention import (AttentionSteps, KVCache, MultiHeadAttention, apply_mask, merge_heads,
-                        scaled_dot_product_attention, softmax_over_keys, split_heads)
-from .embeddings import (LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding,
-                         sinusoidal_positional_encoding, wavelengths)
+from .attention import (
+    AttentionSteps,
+    KVCache,
+    MultiHeadAttention,
+    apply_mask,
+    merge_heads,
+    scaled_dot_product_attention,
+    softmax_over_keys,
+    split_heads,
+)
+from .embeddings import (
+    LearnedPositionalEncoding,
+    PositionalEncoding,
+    TokenEmbedding,
+    sinusoidal_positional_encoding,
+    wavelengths,
+)
 from .interop import from_torch
 from .layers import Decoder, DecoderLayer, DecoderOutput, Encoder, EncoderLayer, EncoderOutput, FeedForward
-from .masks import (additive_to_bool, bool_to_additive, bool_to_keep, causal_mask, keep_to_bool, merge_masks,
-                    padding_mask)
+from .masks import (
+    additive_to_bool,
+    bool_to_additive,
+    bool_to_keep,
+    causal_mask,
+    keep_to_bool,
+    merge_masks,
+    padding_mask,
+)
 from .model import AttentionMaps, EncoderDecoder, Transformer, TransformerConfig, count_parameters
 from .normalization import LayerNorm, layer_norm
 

@@ -23,8 +23,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._checks import (check_attention_inputs, check_mask, check_multihead_inputs, check_positive_int,
-                      check_probability, check_tensor)
+from ._checks import (
+    check_attention_inputs,
+    check_mask,
+    check_multihead_inputs,
+    check_positive_int,
+    check_probability,
+    check_tensor,
+)
 from ._fused import attend
 from .masks import merge_masks
 

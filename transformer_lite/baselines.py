@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import collections
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn as nn

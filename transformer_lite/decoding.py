@@ -27,7 +27,6 @@ import torch.nn as nn
 from ._checks import check_instance, check_int, check_number, check_positive_int, check_token_ids
 from .data import trim_padding
 
-
 # -- shared plumbing -------------------------------------------------------------------------
 
 def _inference(fn):

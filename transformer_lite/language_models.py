@@ -18,14 +18,21 @@ Shape letters: B batch, L sequence length, D model width, V vocabulary.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._checks import (check_instance, check_int, check_number, check_positive_int, check_probability,
-                      check_tensor, check_token_ids)
+from ._checks import (
+    check_instance,
+    check_int,
+    check_number,
+    check_positive_int,
+    check_probability,
+    check_tensor,
+    check_token_ids,
+)
 from .embeddings import LearnedPositionalEncoding
 from .layers import Encoder, EncoderLayer
 from .masks import causal_mask, padding_mask

@@ -16,8 +16,7 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 
-from ._checks import (check_instance, check_int, check_number, check_positive_int, check_probability,
-                      check_token_ids)
+from ._checks import check_instance, check_int, check_number, check_positive_int, check_probability, check_token_ids
 from .embeddings import LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, _check_batch_first, activation_name
 from .masks import causal_mask, padding_mask
@@ -81,7 +80,7 @@ class TransformerConfig:
             raise ValueError(f"share_embeddings needs src_vocab_size == tgt_vocab_size, "
                              f"got {self.src_vocab_size} and {self.tgt_vocab_size}")
 
-    def replace(self, **changes) -> "TransformerConfig":
+    def replace(self, **changes) -> TransformerConfig:
         """A copy with some fields changed (``config.replace(d_model=128)``)."""
         return dataclasses.replace(self, **changes)
 

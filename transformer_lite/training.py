@@ -26,8 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from ._checks import (check_instance, check_int, check_number, check_positive_int, check_probability,
-                      check_token_ids)
+from ._checks import check_instance, check_int, check_number, check_positive_int, check_probability, check_token_ids
 from .data import PAD, trim_padding
 
 
@@ -134,7 +133,7 @@ class History:
 
 
 def optimization_step(model: nn.Module, loss: torch.Tensor, optimizer, scheduler, clip_grad_norm: float | None,
-                      history: "History") -> None:
+                      history: History) -> None:
     """One update: clear the gradients, backpropagate ``loss``, clip (if ``clip_grad_norm``: the norm of all the
     gradients together is scaled down to at most ``clip_grad_norm``, and the norm before clipping is recorded), record
     the learning rate used, step the optimizer and the ``scheduler`` (if any), record the loss. Shared by every

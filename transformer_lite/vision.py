@@ -12,8 +12,6 @@ N number of patches, D model width.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn as nn
 

@@ -31,7 +31,7 @@ import random
 import statistics
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

@@ -111,7 +111,7 @@ def parse_po(text: str) -> list[dict]:
     return [e for e in entries if e["msgid"]]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def catalog() -> dict[str, str]:
     """English -> Chinese: every translated entry of the package's catalog (fuzzy or empty ones left out)."""
     text = resources.files(__package__).joinpath(CATALOG).read_text(encoding="utf-8")
@@ -166,7 +166,7 @@ def _literal(template: str) -> str:
     return template.replace("{{", "{").replace("}}", "}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _templates() -> tuple[dict, list]:
     """(literal English -> Chinese, [(pattern, literal length, Chinese template)]) of the checks' messages."""
     exact, patterns = {}, []

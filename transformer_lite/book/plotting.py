@@ -163,10 +163,10 @@ def _chinese_ready() -> None:
 def _cjk_font() -> str | None:
     """Register a Chinese-capable font as a fallback: Noto Sans CJK SC from the ``mplfonts`` wheel
     (installed by the book's requirements; no download at run time), else one the system has."""
-    from matplotlib import font_manager
-
     import importlib.util
     from pathlib import Path
+
+    from matplotlib import font_manager
 
     spec = importlib.util.find_spec("mplfonts")  # located, not imported: only its font file is needed
     if spec is not None and spec.submodule_search_locations:

@@ -32,9 +32,8 @@ from .._checks import check_positive_int
 from ..data import BOS, EOS, TranslationData, translation_task
 from ..decoding import exact_match
 from ..model import Transformer, TransformerConfig, count_parameters
-from .runtime import num_threads
 from ..training import paper_adam, train, warmup_scheduler
-
+from .runtime import num_threads
 
 _CACHE_FORMAT = "3"  # bump when what the cache file holds changes
 

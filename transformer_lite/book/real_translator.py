@@ -44,6 +44,7 @@ from ..metrics import characters, corpus_bleu, corpus_chrf
 from ..model import TransformerConfig, count_parameters
 from ..training import paper_adam, train, warmup_scheduler
 from . import capstone, real_data
+
 # one loader, one checksum and one way to write for both shipped models
 from .pretrained import _load, _processor, _sha256, output_path, write_weights
 from .runtime import num_threads

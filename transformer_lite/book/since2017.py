@@ -66,7 +66,7 @@ import random
 import statistics
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -75,8 +75,8 @@ from ..data import BOS, EOS, PAD, UNK, Vocab, all_translation_pairs, pad_batch, 
 from ..language_models import IGNORE_INDEX, LanguageModel, MaskedLM, generate, mask_tokens
 from ..masks import padding_mask
 from ..metrics import characters, corpus_bleu, corpus_chrf, paired_bootstrap
-from ..modern import ModernLM
 from ..model import count_parameters
+from ..modern import ModernLM
 from ..training import History, label_smoothed_cross_entropy, optimization_step, paper_adam, warmup_scheduler
 from . import grammar_lab, real_translator
 from .capstone import new_model, train_model

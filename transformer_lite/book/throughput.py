@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
-from .._checks import check_instance, check_int, check_positive_int
+from .._checks import check_int, check_positive_int
 from ..baselines import GRUTranslator
 from ..model import Transformer, TransformerConfig, count_parameters
 from ..training import label_smoothed_cross_entropy, paper_adam, teacher_forcing

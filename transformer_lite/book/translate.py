@@ -129,7 +129,7 @@ def read_english(text, vocab: Vocab, max_words: int, reading: str = "grammar") -
 _SYNTAX = set("^$\\.*+?()[]{}|/-")  # what JavaScript's u flag lets a regular expression escape
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _class_ranges(letter: str) -> tuple[tuple[int, int], ...]:
     """The code points Python's ``re`` puts in ``\\d``, ``\\w`` or ``\\s`` (str patterns), as inclusive ranges."""
     every = "".join(map(chr, range(0x110000)))

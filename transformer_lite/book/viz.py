@@ -49,7 +49,7 @@ def _sub(pattern: str, repl: str, text: str, name: str, count: int = 0, regex: b
 _SCOPED_IDS = {"head_view.js": ("layer", "filter", "vis"), "model_view.js": ("filter", "vis")}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bertviz_js(name: str) -> tuple[str, str]:
     """bertviz's view script with ids made per-view, and its require.js CDN config (separately)."""
     src = resources.files("bertviz").joinpath(name).read_text(encoding="utf-8")

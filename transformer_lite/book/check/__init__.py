@@ -23,8 +23,9 @@ import html
 import importlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from . import page
 
@@ -33,7 +34,7 @@ __all__ = ["Verdict", "ExerciseError", "Wrong", "exercise", "registry", "predict
 STRICT_ENV = "TRANSFORMER_LITE_STRICT_EXERCISES"
 MODULES = [f"ch{n:02d}" for n in range(16)] + ["ch13b", "appendix_a", "appendix_c"]
 
-_REGISTRY: dict[str, "Exercise"] = {}
+_REGISTRY: dict[str, Exercise] = {}
 # While a check runs in the book's build: how number(), close() and one_of() compared each answer (check/page.py)
 _TRACE: list[dict] | None = None
 

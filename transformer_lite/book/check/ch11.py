@@ -5,7 +5,6 @@ import transformer_lite as tl
 
 from . import Wrong, call, close, exercise, number, tensor
 
-
 # ---- 7.1 Count the LayerNorms --------------------------------------------------------------------------------
 
 def _count_layer_norms(norm_first):

@@ -10,7 +10,6 @@ from transformer_lite.model import count_parameters
 
 from . import Wrong, call, exercise
 
-
 LLAMA3_8B = 8_030_261_248  # Meta's config.json for Llama 3 8B, counted on the meta device
 
 
