@@ -1,8 +1,8 @@
 """Lighthouse on the built site, as a phone sees it: `make bench` runs it (benchmarks/run.py).
 
-    python benchmarks/lighthouse.py                      # the heaviest pages of both editions -> benchmarks/lighthouse.json
+    python benchmarks/lighthouse.py         # the heaviest pages of both editions -> benchmarks/lighthouse.json
     python benchmarks/lighthouse.py --page notebooks/03_self_attention.html --runs 3 --out /tmp/lh.json
-    python benchmarks/lighthouse.py --all                # every page of both editions, once -> benchmarks/lighthouse-all.json
+    python benchmarks/lighthouse.py --all   # every page of both editions, once -> benchmarks/lighthouse-all.json
 
 The site (``_build/html``, `make book`) is served by a small HTTP server that gzip-compresses text
 (HTML, CSS, JavaScript, JSON, SVG), as static hosts do. Lighthouse 12.2.3 (package.json; later versions
@@ -177,10 +177,12 @@ def measure(pages=PAGES, runs: int = 1, html_dir: Path = HTML, preset: str | Non
             log(f"{page:42s} perf {row['performance']:>3} LCP {row['lcp_ms'] / 1000:4.1f} s  "
                 f"TBT {row['tbt_ms']:5.0f} ms  CLS {row['cls']:.3f}  a11y {row['accessibility']} "
                 f"bp {row['best-practices']} seo {row['seo']}  {row['bytes'] / 1024:6.0f} KiB  "
-                f"DOM {row['dom_elements']:.0f}" + (f"  failing: {row['failed_audits']}" if row["failed_audits"] else ""))
+                f"DOM {row['dom_elements']:.0f}"
+                + (f"  failing: {row['failed_audits']}" if row["failed_audits"] else ""))
     finally:
         server.shutdown()
-    return dict(lighthouse=version, chrome=chrome, load_average=os.getloadavg(), preset=preset or "default (mobile, simulated slow 4G)",
+    return dict(lighthouse=version, chrome=chrome, load_average=os.getloadavg(),
+                preset=preset or "default (mobile, simulated slow 4G)",
                 served="gzip (benchmarks/lighthouse.py's server)", runs=runs, cpu_count=os.cpu_count(),
                 seconds=round(time.time() - t0), goals={k: f"{op} {g}" for k, (op, g) in GOALS.items()},
                 pages=results, all_goals_met=all(all(r["goals_met"].values()) for r in results.values()))
@@ -194,7 +196,8 @@ def main(argv=None) -> int:
     ap.add_argument("--html", type=Path, default=HTML)
     ap.add_argument("--preset", choices=["desktop", "perf", "experimental"], default=None,
                     help="a Lighthouse preset other than the default mobile one")
-    ap.add_argument("--out", type=Path, default=None, help=f"where to write the results (default {OUT.relative_to(ROOT)}"
+    ap.add_argument("--out", type=Path, default=None,
+                    help=f"where to write the results (default {OUT.relative_to(ROOT)}"
                     " for the default pages and preset; else nowhere unless given)")
     args = ap.parse_args(argv)
     if args.runs < 1:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import os
 import platform
@@ -178,8 +179,9 @@ def bench_lm_kv_cache(steps, repeats, prompt_len=16):
         model.eval()
         assert torch.equal(lm.generate(model, prompt, steps), lm.generate(model, prompt, steps, use_cache=True)), \
             "cached generation must give the same tokens"
-        ratio, t_full, t_cached = interleaved_ratio(lambda: lm.generate(model, prompt, steps),
-                                                    lambda: lm.generate(model, prompt, steps, use_cache=True), repeats, 1)
+        full = functools.partial(lm.generate, model, prompt, steps)
+        cached = functools.partial(lm.generate, model, prompt, steps, use_cache=True)
+        ratio, t_full, t_cached = interleaved_ratio(full, cached, repeats, 1)
         out[name] = dict(speedup=ratio, full_seconds=t_full, cached_seconds=t_cached,
                          parameters=tl.count_parameters(model))
     return dict(prompt_len=prompt_len, tokens=steps, d_model=D, layers=4, vocab=V, models=out)
@@ -191,8 +193,8 @@ def bench_attention_scaling(lengths, repeats, B=1, H=8, D_h=64):
         g = torch.Generator().manual_seed(T)
         q, k, v = (torch.randn(B, H, T, D_h, generator=g) for _ in range(3))
         mask = tl.causal_mask(T)
-        ours = lambda: tl.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        ours = functools.partial(tl.scaled_dot_product_attention, q, k, v, attn_mask=mask)
+        sdpa = functools.partial(F.scaled_dot_product_attention, q, k, v, is_causal=True)
         torch.testing.assert_close(ours()[0], sdpa(), rtol=1e-4, atol=1e-5)
         ratio, t_ours, t_sdpa = interleaved_ratio(ours, sdpa, repeats, 1)
         rows.append(dict(T=T, ours_ms=1e3 * t_ours, sdpa_ms=1e3 * t_sdpa, ratio=ratio,
@@ -265,7 +267,8 @@ def bench_lighthouse(required: bool) -> dict | None:
     results = lighthouse.measure(runs=5)  # the median of 5 runs a page: see benchmarks/lighthouse.py (a run in 4 or 5
     # on this machine paints its first frame ~1 s late with the page idle, and Lighthouse counts everything before it)
     lighthouse.OUT.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"lighthouse: wrote {lighthouse.OUT}; {'all goals met' if results['all_goals_met'] else 'some goals NOT met'}")
+    met = "all goals met" if results["all_goals_met"] else "some goals NOT met"
+    print(f"lighthouse: wrote {lighthouse.OUT}; {met}")
     return results
 
 
@@ -377,7 +380,8 @@ def main(argv=None):
     for row in results["attention_scaling"]["rows"]:
         print(f"  T={row['T']:5d}  ours {row['ours_ms']:8.2f}  sdpa {row['sdpa_ms']:8.2f}  "
               f"bytes {row['ours_bytes']:>11,d} vs {row['sdpa_bytes']:>11,d}")
-    print(f"wrote {args.out} in {results['seconds']:.0f} s" if args.out else f"done in {results['seconds']:.0f} s (--quick: not written)")
+    print(f"wrote {args.out} in {results['seconds']:.0f} s" if args.out
+          else f"done in {results['seconds']:.0f} s (--quick: not written)")
     return 0
 
 

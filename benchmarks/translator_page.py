@@ -39,7 +39,8 @@ OUT_OF_GRAMMAR = ["cat", "i have", "she has six cats", "i learned chinese", "the
 # Real English for the real model: awkward forms (numbers, apostrophes, punctuation, letters beyond ASCII,
 # unknown words, full-width forms) besides the held-out sentences
 REAL_AWKWARD = ["It's 3.5 km\u2014don't go!", "I can\u2019t find my keys\u2026", "100,000 people live here.",
-                "Xyzzy and plugh are here.", "Caf\u00e9 na\u00efve r\u00e9sum\u00e9", "\uff29 \uff4c\uff49\uff4b\uff45 tea.",
+                "Xyzzy and plugh are here.", "Caf\u00e9 na\u00efve r\u00e9sum\u00e9",
+                "\uff29 \uff4c\uff49\uff4b\uff45 tea.",
                 "WHERE IS THE TEACHER?!", "my friend's dog, cat & 2 fish"]
 
 
@@ -186,7 +187,8 @@ def measure(browser, bases: dict, runs: int = 5, log=print) -> dict:
 def _line(row: dict) -> str:
     f, la, g = row["first_ms"], row["later_ms"], row["goals"]
     yes = lambda k: "met" if g[k]["met"] else "NOT met"  # noqa: E731
-    return (f"translator {row['model']:7s} {row['scheme']:4s}  first: median {f['median']:7.0f} ms, max {f['max']:7.0f} "
+    return (f"translator {row['model']:7s} {row['scheme']:4s}  first: "
+            f"median {f['median']:7.0f} ms, max {f['max']:7.0f} "
             f"ms over {f['n']} loads (budget {g['first_ms']['goal']}: {yes('first_ms')});  later: median "
             f"{la['median']:5.1f} ms, max {la['max']:6.1f} ms over {la['n']} (budget {g['later_ms']['goal']}: "
             f"{yes('later_ms')})")
@@ -211,7 +213,8 @@ def run(runs: int = 5, html_dir: Path = HTML, log=print) -> dict:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             try:
-                bases = {"http": f"http://127.0.0.1:{server.server_address[1]}/", "file": html_dir.resolve().as_uri() + "/"}
+                bases = {"http": f"http://127.0.0.1:{server.server_address[1]}/",
+                         "file": html_dir.resolve().as_uri() + "/"}
                 results = measure(browser, bases, runs, log)
                 results["machine"] = dict(chromium=browser.version, cpu_count=os.cpu_count(),
                                           processor=platform.processor() or platform.machine(),

@@ -230,6 +230,7 @@ def test_with_little_data_a_small_cnn_beats_the_patch_encoder():
                 opt.step()
         model.eval()
         with torch.no_grad():
-            accuracy[name] = [(model(x).argmax(-1) == y).float().mean().item() for x, y in ((train_x, train_y), (test_x, test_y))]
+            accuracy[name] = [(model(x).argmax(-1) == y).float().mean().item()
+                              for x, y in ((train_x, train_y), (test_x, test_y))]
     assert accuracy["cnn"][1] > 0.9 and accuracy["cnn"][1] > accuracy["vit"][1] + 0.15, accuracy
     assert accuracy["vit"][0] > accuracy["vit"][1] + 0.15, accuracy

@@ -109,7 +109,8 @@ def test_output_projection_is_d_by_v_and_tying_shares_not_copies():
     V, D = 50, 16
     kw = dict(d_model=D, nhead=4, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=32, dropout=0.0)
     tied = tl.Transformer(V, V, tie_embeddings=True, **kw)
-    assert tied.output_projection.weight.shape == (V, D) and tied.output_projection.weight is tied.tgt_embed.embedding.weight
+    assert tied.output_projection.weight.shape == (V, D)
+    assert tied.output_projection.weight is tied.tgt_embed.embedding.weight
     src, tgt = torch.randint(4, V, (2, 7)), torch.randint(4, V, (2, 5))
     assert tied(src, tgt).shape == (2, 5, V)
     copied = tl.Transformer(V, V, **kw)

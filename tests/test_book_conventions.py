@@ -68,7 +68,8 @@ def test_exercises_have_three_parts(path):
     markdown_before = ""
     numbers = []
     for ex in found:
-        reader, check, solution = (cells[ex[k]] if ex[k] < len(cells) else None for k in ("reader", "check", "solution"))
+        reader, check, solution = (cells[ex[k]] if ex[k] < len(cells) else None
+                                   for k in ("reader", "check", "solution"))
         where = f"{path.name} cell {ex['reader']}"
         assert "..." in _src(reader), f"{where}: the reader's cell should hold a skeleton with ... to replace"
         assert check is not None and check["cell_type"] == "code", f"{where}: no check cell after the reader's cell"
@@ -81,7 +82,8 @@ def test_exercises_have_three_parts(path):
         assert solution is not None and solution["cell_type"] == "code", f"{where}: no solution cell after the check"
         meta = solution.get("metadata", {})
         assert {"hide-cell", "solution"} <= _tags(solution), f"{where}: the solution needs tags hide-cell, solution"
-        assert meta.get("jupyter", {}).get("source_hidden") is True, f"{where}: the solution is not collapsed in Jupyter"
+        assert meta.get("jupyter", {}).get("source_hidden") is True, \
+            f"{where}: the solution is not collapsed in Jupyter"
         assert meta.get("mystnb", {}).get("code_prompt_show") == "Show solution", \
             f"{where}: the solution's toggle should read 'Show solution' (metadata mystnb.code_prompt_show)"
         assert f"check.exercise_{n}_{m}(" in _src(solution), f"{where}: the solution must run check.exercise_{n}_{m}"

@@ -89,11 +89,12 @@ def outside_templates(doc, xpath: str):
 
 def measure(page: Path) -> dict:
     doc = parse(page)
-    styles = [local(page, l.get("href")) for l in outside_templates(doc, "//link")
-              if "stylesheet" in (l.get("rel") or "")]
+    styles = [local(page, link.get("href")) for link in outside_templates(doc, "//link")
+              if "stylesheet" in (link.get("rel") or "")]
     scripts = [s for s in outside_templates(doc, "//script") if s.get("src")]
     images = [local(page, i.get("src")) for i in outside_templates(doc, "//img") if i.get("loading") != "lazy"]
-    critical = compressed(page) + sum(compressed(p) for p in styles if p) + sum(compressed(f) for f in fonts(page, text=None))
+    critical = (compressed(page) + sum(compressed(p) for p in styles if p)
+                + sum(compressed(f) for f in fonts(page, text=None)))
     before_use = critical + sum(compressed(p) for p in (local(page, s.get("src")) for s in scripts) if p) \
         + sum(compressed(p) for p in images if p)
     # in the head: the browser renders nothing until such a script has arrived and run (the search page's own
@@ -156,7 +157,8 @@ def test_no_render_blocking_script():
 def test_no_math_script():
     """The math is typeset at build time (tools/sphinx_ext/tl_math.py): no MathJax (or other math) script anywhere,
     and every formula of every page is already MathJax's CommonHTML, with its assistive MathML for screen readers."""
-    found = {n: s for n, r in site().items() for s in r["scripts"] if re.search(r"mathjax|katex|tex-chtml|tex-svg", s, re.I)}
+    found = {n: s for n, r in site().items() for s in r["scripts"]
+             if re.search(r"mathjax|katex|tex-chtml|tex-svg", s, re.I)}
     assert not found, f"math scripts on pages: {found}"
     inline = [n for n, r in site().items() if "window.MathJax" in r["text"]]
     assert not inline, f"MathJax configured inline on: {inline}"
@@ -190,7 +192,7 @@ def test_one_static_folder():
     assert own == ["documentation_options.js", "tl/tl-translator.js", "translations.js"], own
     assert sum(p.stat().st_size for p in zh.rglob("*") if p.is_file()) < 64 * 1024
     missing = {n: s for n, r in site().items() if n.startswith("zh/")
-               for s in r["scripts"] + [l.get("href") for l in r["doc"].xpath("//link[@rel='stylesheet']")]
+               for s in r["scripts"] + [link.get("href") for link in r["doc"].xpath("//link[@rel='stylesheet']")]
                if s and not s.startswith(("http", "data:")) and local(HTML / n, s) is None}
     assert not missing, f"Chinese pages referring to files that are not there: {missing}"
 
@@ -211,4 +213,5 @@ def test_every_page_describes_itself():
     assert not bad, bad
     assert (HTML / "sitemap.xml").is_file() and (HTML / "social.png").is_file()
     sitemap = (HTML / "sitemap.xml").read_text(encoding="utf-8")
-    assert "notebooks/03_self_attention.html</loc>" in sitemap and "zh/notebooks/03_self_attention.html</loc>" in sitemap
+    assert "notebooks/03_self_attention.html</loc>" in sitemap
+    assert "zh/notebooks/03_self_attention.html</loc>" in sitemap

@@ -175,7 +175,7 @@ def test_theme_mode_refuses_a_config_without_it(tmp_path):
 
 def _names_in_the_repository() -> set[str]:
     names = set()
-    for folder, dirs, files in os.walk(ROOT):
+    for _, dirs, files in os.walk(ROOT):
         dirs[:] = [d for d in dirs if not d.startswith((".", "_")) and d not in ("node_modules", "__pycache__")]
         names.update(files)
     return names
@@ -196,7 +196,8 @@ def test_every_file_named_in_the_configuration_tools_and_prose_exists():
     for f in named_in:
         text = f.read_text(encoding="utf-8")
         for ref in re.findall(r"(?<![\w./-])((?:%s)/[\w./-]*[\w-])" % top, text):
-            if not re.search(r"NN[_.]", ref) and not any((ROOT / f"{ref}{ext}").exists() for ext in ("", ".ipynb", ".md")):
+            if not re.search(r"NN[_.]", ref) and not any((ROOT / f"{ref}{ext}").exists()
+                                                         for ext in ("", ".ipynb", ".md")):
                 missing.append(f"{f.relative_to(ROOT)}: {ref}")
         missing += [f"{f.relative_to(ROOT)}: {m}" for m in re.findall(r"[\w.-]+\.md\b", text) if m not in names]
     assert not missing
@@ -315,7 +316,8 @@ def test_the_extension_styles_a_chinese_misconception_note_with_its_stop_outside
 
     import tl_book
 
-    for source in ("> **常见误解**。“X 是 Y。”\n>\n> **事实**。Z。\n", "> **常见误解。** “X 是 Y。”\n>\n> **事实**。Z。\n",
+    for source in ("> **常见误解**。“X 是 Y。”\n>\n> **事实**。Z。\n",
+                   "> **常见误解。** “X 是 Y。”\n>\n> **事实**。Z。\n",
                    "> **常见误解**。X 是 Y。\n>\n> **事实**。Z。\n"):
         doctree = _doctree(source)
         tl_book.convert(None, doctree)
@@ -329,7 +331,8 @@ def test_our_webpack_macros_are_the_themes_without_fontawesome_js():
     page (its CSS draws the icons with web fonts); a theme update that changes the file must be followed."""
     import pydata_sphinx_theme
 
-    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static" / "webpack-macros.html"
+    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+    theme = theme / "static" / "webpack-macros.html"
     ours = ROOT / "tools" / "sphinx_ext" / "templates" / "static" / "webpack-macros.html"
     theirs = [line for line in theme.read_text(encoding="utf-8").splitlines()
               if "scripts/fontawesome.js" not in line and "So that users can add custom icons" not in line]
@@ -405,9 +408,11 @@ def test_the_glossarys_terms_are_words_of_the_chinese_search(tmp_path):
     tokenizer = jieba.Tokenizer()
     assert "位置编码" not in set(tokenizer.cut_for_search("位置编码的波长"))
     words = i18n.search_dictionary(tmp_path)
-    assert words == i18n.search_dictionary(tmp_path) and words.read_text(encoding="utf-8").split() == i18n.search_words()
+    assert words == i18n.search_dictionary(tmp_path)
+    assert words.read_text(encoding="utf-8").split() == i18n.search_words()
     tokenizer.load_userdict(str(words))
-    for text, words in [("位置编码的波长", {"位置编码", "位置", "编码", "波长"}), ("束搜索保留最好的假设", {"束搜索", "搜索"}),
+    for text, words in [("位置编码的波长", {"位置编码", "位置", "编码", "波长"}),
+                        ("束搜索保留最好的假设", {"束搜索", "搜索"}),
                         ("训练时用教师强制和标签平滑", {"教师强制", "标签平滑"})]:
         assert words <= set(tokenizer.cut_for_search(text)), text
 

@@ -33,7 +33,8 @@ def test_every_head_reads_every_input_feature_only_q_is_split():
     x = torch.randn(1, 3, D)
     for proj in (mha.q_proj, mha.k_proj, mha.v_proj):
         for h in range(H):
-            J = torch.autograd.functional.jacobian(lambda i: tl.split_heads(proj(i), H)[0, h], x)  # (T, D_h, 1, T, D)
+            head = lambda i, proj=proj, h=h: tl.split_heads(proj(i), H)[0, h]  # noqa: E731
+            J = torch.autograd.functional.jacobian(head, x)  # (T, D_h, 1, T, D)
             assert (J.abs().sum(dim=(0, 1, 2, 3)) > 0).all()
     J_x = torch.autograd.functional.jacobian(lambda i: tl.split_heads(i, H)[0, 0], x)  # the misconception's picture
     assert (J_x.abs().sum(dim=(0, 1, 2, 3))[D // H:] == 0).all()

@@ -99,7 +99,8 @@ def test_equivariance_with_permuted_padding_mask():
 
 def _meta_model(D, H, d_ff, V, tied=True):
     with torch.device("meta"):
-        return tl.Transformer(V, V, d_model=D, nhead=H, dim_feedforward=d_ff, tie_embeddings=tied, share_embeddings=tied)
+        return tl.Transformer(V, V, d_model=D, nhead=H, dim_feedforward=d_ff, tie_embeddings=tied,
+                              share_embeddings=tied)
 
 
 def test_base_model_parameter_count_per_component():

@@ -124,7 +124,8 @@ def test_cross_attention_is_a_tenth_of_the_base_model():
     # the one component the decoder adds to chapter 8's count: cross-attention + its LayerNorm, per layer
     with torch.device("meta"):
         base = tl.Transformer(37_000, 37_000, tie_embeddings=True, share_embeddings=True)
-    cross = sum(tl.count_parameters(l.multihead_attn) + tl.count_parameters(l.norm2) for l in base.decoder.layers)
+    cross = sum(tl.count_parameters(layer.multihead_attn) + tl.count_parameters(layer.norm2)
+                for layer in base.decoder.layers)
     assert cross == 6 * (4 * (512 * 512 + 512) + 2 * 512)
     assert 0.09 < cross / tl.count_parameters(base) < 0.11
 

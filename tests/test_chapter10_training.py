@@ -1,11 +1,11 @@
 """Chapter 10 (training): the chapter's claims, checked through the package.
 
-Teacher forcing shifts <bos> 我 有 一 只 猫 <eos> (the book's direction, English -> Chinese) into input and labels; one forward pass equals T
-prefix passes (and without the causal mask it does not); cross-entropy by hand equals F.cross_entropy
-and ignores padding; label smoothing's target, its equality with PyTorch and its floor H(q); the
-paper's schedule (peak, linear warm-up, 1/sqrt decay) and its scheduler; Adam's settings and its
-first step of size lr; AdamW's decay outside the adaptive step; gradient clipping; a short training run (with
-clipping, as the chapter's) that learns the reverse task.
+Teacher forcing shifts <bos> 我 有 一 只 猫 <eos> (the book's direction, English -> Chinese) into input and labels; one
+forward pass equals T prefix passes (and without the causal mask it does not); cross-entropy by hand equals
+F.cross_entropy and ignores padding; label smoothing's target, its equality with PyTorch and its floor H(q); the paper's
+schedule (peak, linear warm-up, 1/sqrt decay) and its scheduler; Adam's settings and its first step of size lr; AdamW's
+decay outside the adaptive step; gradient clipping; a short training run (with clipping, as the chapter's) that learns
+the reverse task.
 """
 import math
 
@@ -116,7 +116,8 @@ def test_label_smoothing_target_equality_and_floor(eps):
     assert_close(q.gather(-1, labels[:, None]).squeeze(-1), torch.full((6,), 1 - eps + eps / V))
     assert_close(q.sum(-1), torch.ones(6))
     logits = torch.randn(6, V)
-    assert_close(label_smoothed_cross_entropy(logits, labels, eps), F.cross_entropy(logits, labels, label_smoothing=eps))
+    assert_close(label_smoothed_cross_entropy(logits, labels, eps),
+                 F.cross_entropy(logits, labels, label_smoothing=eps))
     floor = label_smoothed_cross_entropy(q.log(), labels, eps)
     entropy = -(q * q.log()).sum(-1).mean()
     assert_close(floor, entropy)

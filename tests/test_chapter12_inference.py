@@ -43,7 +43,8 @@ def test_teacher_forced_logits_equal_step_by_step_logits(model, src):
         memory = model.encode(src)
         steps = torch.stack([model.decode(tgt[:, :t], memory, src=src)[:, -1] for t in range(1, tgt.shape[1] + 1)], 1)
         cache = model.new_cache()
-        cached = torch.cat([model.decode(tgt[:, t:t + 1], memory, src=src, cache=cache) for t in range(tgt.shape[1])], 1)
+        cached = torch.cat([model.decode(tgt[:, t:t + 1], memory, src=src, cache=cache)
+                            for t in range(tgt.shape[1])], 1)
     torch.testing.assert_close(steps, one_pass, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(cached, one_pass, rtol=1e-4, atol=1e-5)
 
@@ -114,9 +115,9 @@ def test_with_the_cache_attention_scores_stay_quadratic(model, src, L):
 def test_greedy_decode_equals_a_hand_written_loop_and_beam_of_one(model, src):
     greedy = greedy_decode(model, src, 10, BOS, EOS)
     loop = _decode_fixed(model, src, greedy.shape[1] - 1, use_cache=False)
-    for g, l in zip(greedy.tolist(), loop.tolist()):
+    for g, step in zip(greedy.tolist(), loop.tolist()):
         upto = g.index(EOS) + 1 if EOS in g else len(g)
-        assert g[:upto] == l[:upto]
+        assert g[:upto] == step[:upto]
     beam1 = beam_search(model, src, beam_size=1, max_new_tokens=10, bos_id=BOS, eos_id=EOS)
     assert torch.equal(beam1, greedy)
 
@@ -146,7 +147,8 @@ def test_sampling_limits_are_greedy_and_frequencies_follow_the_softmax(model, sr
         s = sample(model, src, 8, BOS, EOS, generator=torch.Generator().manual_seed(1), **kw)
         assert torch.equal(s, greedy)
     n = 3000
-    draws = sample(model, src[:1].repeat(n, 1), 1, BOS, EOS, temperature=1.5, generator=torch.Generator().manual_seed(0))
+    draws = sample(model, src[:1].repeat(n, 1), 1, BOS, EOS, temperature=1.5,
+                   generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         p = torch.softmax(model(src[:1], torch.tensor([[BOS]]))[0, -1] / 1.5, -1)
     freq = torch.bincount(draws[:, 1], minlength=V).float() / n
@@ -244,7 +246,7 @@ def test_shipped_translator_sets_finished_hypotheses_apart_on_cat(translator):
     assert data.tgt_vocab.decode(out[0].tolist()) == "猫 买 猫"
 
 
-# ---- the deep dive: the older design, beam_search_keep_finished ---------------------------------------------------------
+# ---- the deep dive: the older design, beam_search_keep_finished ------------------------------------------------------
 
 def _lost_slots(trace, b=0):
     lost = 0

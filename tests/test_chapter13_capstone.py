@@ -211,7 +211,7 @@ def test_the_baseline_table_times_every_row_in_one_run(measured):
     rows = measured["baselines"]
     assert all(r["cpu_seconds"] > 0 for r in rows.values())                   # no row borrows another run's clock
     assert rows["transformer"]["retrained_test_accuracy"] >= rows["transformer"]["test_accuracy"] - 0.01
-    assert not {"systematic", "curve"} & set(measured)                        # the laboratory's experiments replace them
+    assert not {"systematic", "curve"} & set(measured)  # the laboratory's experiments replace them
 
 
 # ---- the grammar laboratory (the shipped `make grammar-lab` numbers): what the chapter's prose says on them --------
@@ -261,7 +261,8 @@ def test_the_laboratory_length_split_fails_until_long_examples_are_added(lab):
     rows, last = lab["length"]["results"], str(lab["length"]["ks"][-1])
     for kind in rows:
         assert rows[kind]["0"]["accuracy"]["max"] < 0.9 and rows[kind][last]["accuracy"]["min"] >= 0.85
-        assert rows[kind]["0"]["accuracy"]["max"] - rows[kind]["0"]["accuracy"]["min"] > 0.1  # "the seeds disagree widely"
+        accuracy = rows[kind]["0"]["accuracy"]
+        assert accuracy["max"] - accuracy["min"] > 0.1  # "the seeds disagree widely"
     t, g = rows["transformer"]["0"]["accuracy"], rows["gru"]["0"]["accuracy"]
     assert t["min"] < g["max"]  # overlapping ranges: the chapter does not rank them at k = 0
 

@@ -1,6 +1,6 @@
 """A chapter in one sitting (tools/chapters.py): deep dives well formed and folded in both editions, a core path of
-at most 2,800 words (deep-dive teasers included), the line under the title current, a predict-then-run question in every chapter, and chapters that
-use nothing a later chapter teaches."""
+at most 2,800 words (deep-dive teasers included), the line under the title current, a predict-then-run question in
+every chapter, and chapters that use nothing a later chapter teaches."""
 from __future__ import annotations
 
 import copy
@@ -69,7 +69,8 @@ def test_deep_dives_are_folded_in_jupyterlab_and_colab(path):
 def test_the_core_path_fits_one_sitting(path):
     s = chapters.stats(_nb(path))
     assert s["core_words"] <= CORE_WORDS_LIMIT, (
-        f"{path.name}: {s['core_words']:,} words on the core path, deep-dive teasers included ({chapters.CORE_WORDS_BUDGET:,} "
+        f"{path.name}: {s['core_words']:,} words on the core path, "
+        f"deep-dive teasers included ({chapters.CORE_WORDS_BUDGET:,} "
         "at most): fold detours into deep dives or cut them")
 
 
@@ -102,7 +103,8 @@ def test_every_chapter_asks_for_a_prediction_before_the_cell_that_answers_it(pat
     revealed = {m: i for i, s in code for m in re.findall(r"check\.reveal\(\s*[\"']([^\"']+)[\"']", s)}
     pairs = [n for n in predicted if n in revealed and predicted[n] < revealed[n]]
     assert pairs, f"{path.name}: no check.predict(...) before a check.reveal(...) of the same number"
-    assert set(predicted) == set(revealed), f"{path.name}: predictions {sorted(predicted)} vs reveals {sorted(revealed)}"
+    assert set(predicted) == set(revealed), \
+        f"{path.name}: predictions {sorted(predicted)} vs reveals {sorted(revealed)}"
 
 
 def _toc_order() -> list[str]:
@@ -143,7 +145,8 @@ def test_stats_count_what_a_reader_sees():
         {"cell_type": "markdown", "metadata": {}, "source": "## References\n\nMany many words here."},
     ]}
     s = chapters.stats(nb)
-    # Title One two three, the deep dive's teaser (Deep dive: History Four five: it shows on the core path), Next Nine ten
+    # Title One two three, the deep dive's teaser (Deep dive: History Four five: it shows on the core path),
+    # Next Nine ten
     assert (s["core_words"], s["core_code_lines"]) == (12, 2)
     assert (s["deep_dive_words"], s["deep_dive_code_lines"], s["deep_dives"]) == (4, 1, 1)   # Six seven eight formula
     assert chapters.deep_dive_heads(nb) == [3]

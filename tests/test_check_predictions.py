@@ -158,7 +158,8 @@ def test_the_page_texts_come_from_the_catalog(monkeypatch):
     for english in JS_TEXTS:
         assert re.search(r"[\u3400-\u9fff]", table[english]), english
     # check.reveal's own message, from its catalog entry, with the fields the page fills in
-    assert table["you predicted {guess}; the cell measured {measured}."] == "你预测的是 {guess}；单元格测得的是 {measured}。"
+    assert table["you predicted {guess}; the cell measured {measured}."] == \
+            "你预测的是 {guess}；单元格测得的是 {measured}。"
     assert "你的预测" in out
 
 

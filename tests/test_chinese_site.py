@@ -255,7 +255,8 @@ def _page(edition: str, name: str) -> str:
     return (HTML / edition / "notebooks" / f"{name}.html").read_text(encoding="utf-8")
 
 
-OUTPUT_IMG = re.compile(r'<img\b[^>]*?\balt="([^"]*)" src="([^"]*_images/[0-9a-f]{64}\.png)"')  # myst-nb names outputs by hash; width/height/loading may come first
+# myst-nb names outputs by hash; width/height/loading may come first
+OUTPUT_IMG = re.compile(r'<img\b[^>]*?\balt="([^"]*)" src="([^"]*_images/[0-9a-f]{64}\.png)"')
 
 
 def _text(fragment: str) -> str:
@@ -324,7 +325,8 @@ def _tokens(code: str) -> list[tuple[int, str]]:
             out.append((tokenize.OP, line.strip()))
             code = code.replace(line, "\n", 1)
     skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
-    return out + [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type not in skip]
+    return out + [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                  if t.type not in skip]
 
 
 def _comments(code: str) -> list[str]:

@@ -91,6 +91,7 @@ def test_the_citation_names_one_licence_and_says_which_part_is_mit():
 
 def test_a_list_of_licences_would_still_validate():
     """The schema cannot catch a list of licences (it is valid CFF, read as a choice): the test above must."""
-    text = CFF.read_text(encoding="utf-8").replace("license: CC-BY-SA-4.0\n", "license:\n  - MIT\n  - CC-BY-SA-4.0\n", 1)
+    text = CFF.read_text(encoding="utf-8").replace("license: CC-BY-SA-4.0\n",
+                                                   "license:\n  - MIT\n  - CC-BY-SA-4.0\n", 1)
     assert text != CFF.read_text(encoding="utf-8")
     cffconvert.Citation(text).validate()

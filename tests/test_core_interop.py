@@ -375,7 +375,7 @@ def test_layers_take_torchs_arguments_in_torchs_order():
                  "is_causal", "tgt_is_causal", "memory_is_causal"}  # forward's hints (pass the mask itself)
     for ours, theirs in pairs:
         for method in ("__init__", "forward"):
-            def positional(cls):
+            def positional(cls, method=method):
                 params = list(inspect.signature(getattr(cls, method)).parameters.values())[1:]
                 return [p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
             expected = [name for name in positional(theirs) if name not in not_taken]

@@ -106,7 +106,8 @@ def _check_no_position_model(model, data, pairs):
             pi = lab.swap_permutation(a, b)
             torch.testing.assert_close(mem_b[n, : len(pi)], mem_a[n, pi], atol=1e-5, rtol=1e-5)
         tgt = data.test_tgt[[i for i, _ in pairs], :-1]
-        torch.testing.assert_close(model.decode(tgt, mem_b, src_b), model.decode(tgt, mem_a, src_a), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(model.decode(tgt, mem_b, src_b), model.decode(tgt, mem_a, src_a), atol=1e-5,
+                                   rtol=1e-5)
     out = lab.translate(model, data, first + second)
     assert out[: len(first)] == out[len(first):]  # the same translation for both sentences of every pair
     return out
@@ -192,7 +193,7 @@ def test_the_trained_no_position_models_gave_one_translation_per_swap_pair(shipp
 
 def test_crossed_pairs_are_new_verb_object_pairs_and_the_split_adds_k_of_each():
     grammar = {zh for _, zh in all_translation_pairs()}
-    for name, (old_en, new_en, old_zh, new_zh) in lab.CROSSED.items():
+    for name, (_old_en, new_en, _old_zh, new_zh) in lab.CROSSED.items():
         pairs = lab.crossed_pairs(name)
         assert len(pairs) > lab.N_TEST_PER_CROSSED + max(lab.CROSSED_KS)
         assert all(new_en in en.split() and new_zh in zh.split() and zh not in grammar for en, zh in pairs)

@@ -94,7 +94,8 @@ def test_a_message_without_the_glossarys_term_is_caught(tmp_path):
     po = polib.POFile()
     po.append(polib.POEntry(msgid="Beam search keeps the best hypotheses.", msgstr="柱搜索保留最好的假设。"))
     po.append(polib.POEntry(msgid="Beam search, once more.", msgstr="束搜索，再一次。"))
-    po.append(polib.POEntry(msgid="The paper \"Layer Normalization\" (2016).", msgstr="论文“Layer Normalization”（2016）。"))
+    po.append(polib.POEntry(msgid="The paper \"Layer Normalization\" (2016).",
+                            msgstr="论文“Layer Normalization”（2016）。"))
     po.save(str(cat / "x.po"))
     rules = tmp_path / "rules.yml"
     rules.write_text("aliases: {}\nexceptions: []\n", encoding="utf-8")
@@ -226,7 +227,8 @@ def test_a_chinese_figure_strings_thousands_separator_and_latin_units_are_caught
 
 
 def test_a_term_a_chapter_introduces_without_its_english_is_reported():
-    messages = [("Label smoothing", "标签平滑"), ("**Label smoothing** softens the target.", "**标签平滑**使目标变软。"),
+    messages = [("Label smoothing", "标签平滑"),
+                ("**Label smoothing** softens the target.", "**标签平滑**使目标变软。"),
                 ("A **near miss** is almost right.", "**近似正确**的译文几乎是对的。"),
                 ("It is **very good**.", "它**非常好**。")]  # emphasis, not a term
     found = i18n.first_use_problems("notebooks/10_training", messages, NO_RULES)  # the glossary's chapter for it
@@ -300,10 +302,12 @@ def test_check_reports_style_problems_with_page_and_paragraph(tmp_path):
     ("BERT masks 15 % of them.", "BERT 遮蔽其中 15 % 的词元，而不是 15％。", "BERT 遮蔽其中 15% 的词元，而不是 15%。"),
     ("See \"Attention Is All You Need\" {cite}`vaswani2017`.", "见“Attention Is All You Need” {cite}`vaswani2017`。",
      "见“Attention Is All You Need”{cite}`vaswani2017`。"),
-    ("Write \"yes\" or \"no\", not `\"maybe\"`.", '写下 "yes" 或 "no"，而不是 `"maybe"`。', "写下“yes”或“no”，而不是 `\"maybe\"`。"),
+    ("Write \"yes\" or \"no\", not `\"maybe\"`.", '写下 "yes" 或 "no"，而不是 `"maybe"`。',
+     "写下“yes”或“no”，而不是 `\"maybe\"`。"),
     ("*\"It is tired.\"* (the animal)", "*“它累了。”* （那只动物）", "*“它累了。”*（那只动物）"),
     ("A Mac.", "一台 Mac ，好。", "一台 Mac，好。"),
-    ("**Exercise 3.1 — Finish the sum.** Write `x`.", "**练习 3.1 — 完成演算。** 写出 `x`。", "**练习 3.1：完成演算**。写出 `x`。"),
+    ("**Exercise 3.1 — Finish the sum.** Write `x`.", "**练习 3.1 — 完成演算。** 写出 `x`。",
+     "**练习 3.1：完成演算**。写出 `x`。"),
     ("**Exercise 7.3 — Bug hunt: the decoder that peeks.** Find it.", "**练习 7.3 — 排错：偷看的解码器。** 找出它。",
      "**练习 7.3：找 bug——偷看的解码器**。找出它。"),
     ("Each exercise has a cell for your answer (replace the `...`), a one-line check to run after it, and a "
@@ -354,7 +358,8 @@ def test_translate_markdown_keeps_every_block_in_place():
          "\n\\text{out} = 1\n": "\n\\text{输出} = 1\n", "![a figure](../book/x.svg)": "![一幅图](../book/x.svg)"}
     text, missing = i18n.translate_markdown(source, t)
     assert missing == []
-    assert text == ("# 标题\n\n跨两行的段落。\n\n> **常见误解。** 一个引用的说法。\n\n- 一项\n- 另一项\n\n| 甲 | 乙 |\n|---|---|\n"
+    assert text == ("# 标题\n\n跨两行的段落。\n\n> **常见误解。** 一个引用的说法。\n\n"
+                    "- 一项\n- 另一项\n\n| 甲 | 乙 |\n|---|---|\n"
                     "| 一 | 二 |\n\n$$\n\\text{输出} = 1\n$$\n\n![一幅图](../../book/x.svg)")
     assert i18n.translate_markdown("Not in the catalog.", {})[1] == ["Not in the catalog."]
 
@@ -456,8 +461,10 @@ def test_code_translated_changes_only_comments_figure_strings_and_the_language()
     out, missing = i18n.code_translated(CELL, t)
     assert missing == [("figure", "no loss"), ("figure", "one line"), ("figure", "{n} words"), ("figure", "none")]
     assert out == CELL.replace("Set-up: the first line", "设置：第一行").replace(
-        "a trailing comment here", "行尾注释").replace("A sentence cut over\n# two lines of comments.", "一个被拆成两行注释的句子。").replace(
-        'f"Loss at step {step:>3}\\n"', 'f"第 {step:>3} 步的损失\\n"').replace('f"lr = {lr}"', 'f"学习率 = {lr}"').replace(
+        "a trailing comment here", "行尾注释").replace(
+        "A sentence cut over\n# two lines of comments.", "一个被拆成两行注释的句子。").replace(
+        'f"Loss at step {step:>3}\\n"', 'f"第 {step:>3} 步的损失\\n"').replace(
+        'f"lr = {lr}"', 'f"学习率 = {lr}"').replace(
         '"the loss"', '"损失"').replace('"Curves for {mode}"', '"{mode} 的曲线"').replace(
         "setup(seed=0)", 'setup(seed=0, language="zh")')
     assert _code_tokens(out) == _code_tokens(CELL)
@@ -488,7 +495,8 @@ def test_a_malformed_code_translation_is_caught(context, msgid, msgstr, problem)
 
 
 def test_a_well_formed_code_translation_passes():
-    assert i18n.code_message_problems("figure", "'{token}' at position {p:>2}, $x_t$", "“{token}”在位置 {p:>2}，$x_t$") == []
+    assert i18n.code_message_problems("figure", "'{token}' at position {p:>2}, $x_t$",
+                                      "“{token}”在位置 {p:>2}，$x_t$") == []
     assert i18n.code_message_problems("comment", "call `f(x)` here", "在这里调用 `f(x)`") == []
     assert "fuzzy" in i18n.code_message_problems("comment", "call it", "调用它", fuzzy=True)[0]
 
@@ -514,7 +522,8 @@ def test_code_update_keeps_translations_marks_changed_ones_fuzzy_and_drops_stale
     assert entries["comment", "the first comment here"].msgstr == "这里的第一条注释"
     assert entries["comment", "a brand new remark"].msgstr == ""
     changed = entries["figure", "position in the sentence"]
-    assert changed.msgstr == "句中位置" and "fuzzy" in changed.flags and changed.previous_msgid == "position in a sentence"
+    assert changed.msgstr == "句中位置" and "fuzzy" in changed.flags
+    assert changed.previous_msgid == "position in a sentence"
     problems = i18n.code_check([path], catalogs=tmp_path)
     assert len(problems) == 2 and all(p.startswith("code/07_x [") for p in problems)
     assert any("untranslated" in p and "brand new" in p for p in problems)
@@ -537,8 +546,9 @@ def test_code_update_keeps_translations_marks_changed_ones_fuzzy_and_drops_stale
     for p in sorted((ROOT / "notebooks").glob("*.ipynb"))])
 def test_every_comment_and_figure_string_has_a_chinese_translation(notebook):
     problems = i18n.code_check([notebook])
-    assert not problems, f"{len(problems)} code message(s) to translate or fix (python tools/i18n.py update, " \
-                         f"then edit {i18n.code_catalog_path(notebook).relative_to(ROOT)}):\n" + "\n".join(problems[:40])
+    assert not problems, (f"{len(problems)} code message(s) to translate or fix (python tools/i18n.py update, "
+                          f"then edit {i18n.code_catalog_path(notebook).relative_to(ROOT)}):\n"
+                          + "\n".join(problems[:40]))
 
 
 def _solutions(nb: dict) -> list[dict]:

@@ -21,7 +21,8 @@ adds is what only a Colab-like install shows:
    checks nothing here. Python 3.11's bundled pip 23.2
    rejects ``git+file:///`` requirements as "Invalid requirement"; Colab's pip is newer. The venv lives
    in ``/dev/shm`` when that has room, else in pytest's temporary folder.
-3. **The Colab command.** The set-up cell's own ``%pip install -q "transformer-step-by-step[book]==V"``, as ``transformer-step-by-step[book] @ git+URL``
+3. **The Colab command.** The set-up cell's own ``%pip install -q "transformer-step-by-step[book]==V"``, as
+``transformer-step-by-step[book] @ git+URL``
    with URL = ``file://<the source>``, run as ``%pip`` runs it (``<venv python> -m pip install``).
    The install is faithful: bertviz brings its declared dependencies (transformers, boto3,
    sentencepiece), as in Colab, and the preinstalled torch must stay.
@@ -268,7 +269,8 @@ def test_a_chapter_runs_in_the_colab_install(colab, source, tmp_path, capsys):
     with capsys.disabled():
         print(f"\n{COLAB_CHAPTER} in the Colab-like install: {chapter_result['seconds']:.1f} s (kernel start included)")
     e = chapter_result["error"]
-    assert chapter_result["ok"], f"{COLAB_CHAPTER} fails in the Colab install: cell {e['cell']}: {e['name']}: {e['value'][:800]}"
+    assert chapter_result["ok"], \
+        f"{COLAB_CHAPTER} fails in the Colab install: cell {e['cell']}: {e['name']}: {e['value'][:800]}"
 
 
 def test_sdist_and_wheel_contain_the_shipped_translator(source, tmp_path):

@@ -283,7 +283,8 @@ class Page:
 
     def kernel_status(self) -> str:
         return self.page.evaluate(
-            "() => { const e = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator');"
+            "() => { const e = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
+            ".jp-Notebook-ExecutionIndicator');"
             " return e ? (e.dataset.status || '') : ''; }")
 
     def wait_kernel_ready(self, seconds: float):
@@ -307,7 +308,9 @@ class Page:
           document.querySelectorAll(nb + ' [data-mime-type="application/vnd.jupyter.error"]')
             .forEach(e => out.push('error: ' + e.textContent.slice(0, 1500)));
           document.querySelectorAll(nb + ' [data-mime-type="application/vnd.jupyter.stderr"]')
-            .forEach(e => { if (/Traceback|Error\b/.test(e.textContent)) out.push('stderr: ' + e.textContent.slice(0, 1500)); });
+            .forEach(e => {
+              if (/Traceback|Error\b/.test(e.textContent)) out.push('stderr: ' + e.textContent.slice(0, 1500));
+            });
           return out;
         }""", NB)
 
@@ -399,8 +402,9 @@ def test_translator_chapter_13_is_live(lab, browser):
         views = p.locator(f"{NB} .tl-bertviz")
         assert views.count() >= 2, f"expected the head view and the model view, found {views.count()} bertviz outputs"
         for i in range(views.count()):
-            page.wait_changed(lambda: views.nth(i).evaluate(
-                "v => [...v.querySelectorAll('svg')].reduce((n, s) => n + s.querySelectorAll('rect, line, text, path').length, 0)"),
+            page.wait_changed(lambda i=i: views.nth(i).evaluate(
+                "v => [...v.querySelectorAll('svg')].reduce((n, s) => n + s.querySelectorAll('rect, "
+                "line, text, path').length, 0)"),
                 0, f"bertviz view {i}'s SVG", seconds=30)
         # explore: slider and drop-down redraw the attention figure (the first one sits in a deep dive: open them)
         page.open_deep_dives()
@@ -527,11 +531,12 @@ def _lands(page: Page, fragment: str, what: str) -> dict:
 @pytest.mark.parametrize("edition", ["zh/", ""])
 def test_section_links_land_on_their_heading(lab, browser, edition):
     """Appendix C's links to its own sections and to chapter 7's: clicking one scrolls the notebook to the heading;
-    a link to chapter 7 opens it, and once it is open, shows the heading. The links name the English heading's MyST slug (what the site's
-    sections are called). JupyterLab looks a fragment up as an element's data-jupyter-id (its sanitizer's name for
-    an `id`); both editions put <div id="english-slug"></div> right before each linked heading (`tools/i18n.py
-    anchors`); notebooks/zh/ name another chapter's section by its cell (#cell-id=..., i18n.cross_chapter_links),
-    notebooks/ by its slug (the site needs it), which JupyterLab looks up in the rendered cells."""
+    a link to chapter 7 opens it, and once it is open, shows the heading. The links name the English heading's MyST
+    slug (what the site's sections are called). JupyterLab looks a fragment up as an element's data-jupyter-id (its
+    sanitizer's name for an `id`); both editions put <div id="english-slug"></div> right before each linked heading
+    (`tools/i18n.py anchors`); notebooks/zh/ name another chapter's section by its cell (#cell-id=...,
+    i18n.cross_chapter_links), notebooks/ by its slug (the site needs it), which JupyterLab looks up in the rendered
+    cells."""
     page = Page(browser, lab, f"{edition}appendix_c_pitfalls.ipynb")
     try:
         p = page.page

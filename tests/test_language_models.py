@@ -204,7 +204,9 @@ def test_bigram_is_normalised_and_learns_a_deterministic_chain():
 def test_rotary_depends_only_on_offset_and_preserves_norms():
     g = torch.Generator().manual_seed(0)
     q, k = torch.randn(2, 32, generator=g)
-    score = lambda m, n: (lm.rotary(q[None], torch.tensor([m])) @ lm.rotary(k[None], torch.tensor([n])).T).item()
+    def score(m, n):
+        return (lm.rotary(q[None], torch.tensor([m])) @ lm.rotary(k[None], torch.tensor([n])).T).item()
+
     assert score(5, 2) == pytest.approx(score(105, 102), abs=1e-3)
     assert score(5, 2) != pytest.approx(score(5, 3), abs=1e-2)
     x = torch.randn(3, 7, 32, generator=g)

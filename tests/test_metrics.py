@@ -213,7 +213,8 @@ def test_chrf_by_hand():
 
 
 def test_chrf_weighs_recall_above_precision():
-    long_, short_ = chrf("the cat sat on the mat today", "the cat sat on the mat"), chrf("the cat sat", "the cat sat on the mat")
+    long_ = chrf("the cat sat on the mat today", "the cat sat on the mat")
+    short_ = chrf("the cat sat", "the cat sat on the mat")
     assert long_.precision < 1 == long_.recall and short_.precision == 1 > short_.recall
     assert long_.score > short_.score  # beta = 2: missing words cost more than extra ones
     assert chrf("the cat sat", "the cat sat on the mat", beta=1).score == pytest.approx(
@@ -226,16 +227,19 @@ def test_chrf_weighs_recall_above_precision():
     (lambda: corpus_bleu("the cat", ["the cat"]), TypeError, r"candidates must be a list of sentences .*got str"),
     (lambda: corpus_bleu(["the cat"], None), TypeError, r"references must be a list of sentences .*got NoneType"),
     (lambda: corpus_bleu([["the", 3]], ["the cat"]), TypeError, r"candidates\[0\]\[1\] must be a str token, got int"),
-    (lambda: corpus_bleu(["a", 7], ["a", "b"]), TypeError, r"candidates\[1\] must be a str or a list of str tokens, got int"),
+    (lambda: corpus_bleu(["a", 7], ["a", "b"]), TypeError,
+     r"candidates\[1\] must be a str or a list of str tokens, got int"),
     (lambda: corpus_bleu([], []), ValueError, r"candidates must hold at least one sentence"),
-    (lambda: corpus_bleu(["a", "b"], ["a"]), ValueError, r"references must hold one sentence per candidate \(2\), got 1"),
+    (lambda: corpus_bleu(["a", "b"], ["a"]), ValueError,
+     r"references must hold one sentence per candidate \(2\), got 1"),
     (lambda: corpus_bleu(["a"], ["a"], max_n=0), ValueError, r"max_n must be >= 1, got 0"),
     (lambda: corpus_bleu(["a"], ["a"], max_n=2.0), TypeError, r"max_n must be an int, got float"),
     (lambda: bleu(None, "the cat"), TypeError, r"candidate must be a str or a list of str tokens, got NoneType"),
     (lambda: bleu("the cat", b"the cat"), TypeError, r"reference must be a str or a list of str tokens, got bytes"),
     (lambda: modified_precision("a", "a", 0), ValueError, r"n must be >= 1, got 0"),
     (lambda: ngrams("a b", 1), TypeError, r"tokens must be a list of tokens .*got str"),
-    (lambda: corpus_chrf(["a"], ("a", "b")), ValueError, r"references must hold one sentence per candidate \(1\), got 2"),
+    (lambda: corpus_chrf(["a"], ("a", "b")), ValueError,
+     r"references must hold one sentence per candidate \(1\), got 2"),
     (lambda: chrf("a", "a", char_order=-1), ValueError, r"char_order must be >= 1, got -1"),
     (lambda: chrf("a", "a", beta=0), ValueError, r"beta must be a positive number, got 0"),
     (lambda: chrf("a", "a", beta="2"), TypeError, r"beta must be a number, got str"),

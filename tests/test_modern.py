@@ -72,7 +72,9 @@ def test_rotary_equals_complex_formulation():
 def test_swiglu_parameter_count_equals_relu_ffn(D):
     from transformer_lite.layers import FeedForward
     from transformer_lite.modern import SwiGLU
-    count = lambda m: sum(p.numel() for p in m.parameters())
+    def count(m):
+        return sum(p.numel() for p in m.parameters())
+
     relu = FeedForward(D, 4 * D, bias=False)  # the paper's ReLU FFN, d_ff = 4D, no biases as in Llama
     swi = SwiGLU(D, 8 * D // 3)  # 3 | D: 8D/3 is an integer
     assert count(swi) == 3 * D * (8 * D // 3) == 8 * D * D

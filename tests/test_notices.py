@@ -19,7 +19,8 @@ PYPI = {"hsk-sentences-audio": "hsk-sentences-audio", "mplfonts": "mplfonts", "b
 @pytest.mark.parametrize("package,name", NPM.items())
 def test_npm_assets_named_at_their_installed_version(package, name):
     installed = json.loads((ROOT / "node_modules" / package / "package.json").read_text())["version"]
-    assert re.search(rf"{re.escape(name)} {re.escape(installed)}\b", NOTICE), f"{name} {installed} not in book/notices.md"
+    assert re.search(rf"{re.escape(name)} {re.escape(installed)}\b", NOTICE), \
+        f"{name} {installed} not in book/notices.md"
 
 
 @pytest.mark.parametrize("package,name", PYPI.items())

@@ -137,8 +137,9 @@ def test_the_catalog_reader_reads_what_polib_reads():
 
 
 def test_chinese_punctuation_in_the_catalog():
-    for msgid, msgstr in i18n.catalog().items():
-        assert not re.search(r"[\u3400-\u9fff][,;:?!](\s|$)", msgstr), f"half-width punctuation after Chinese: {msgstr!r}"
+    for msgstr in i18n.catalog().values():
+        assert not re.search(r"[\u3400-\u9fff][,;:?!](\s|$)", msgstr), \
+            f"half-width punctuation after Chinese: {msgstr!r}"
         assert not re.search(r"[，。：；！？]\s", msgstr.replace("\n  ", "")), f"space after full-width: {msgstr!r}"
         assert not re.search(r"[\u3400-\u9fff]\"|\"[\u3400-\u9fff]", QUOTED.sub("", msgstr)), \
             f"ASCII quotes around Chinese: {msgstr!r}"
@@ -239,7 +240,8 @@ def test_captured_values_that_are_messages_are_translated_too():
         "你的测试是对的，但 bug 不是无偏方差。"
     # data stays as it is, with its spaces
     assert translate_message("my_test rejects tl.sinusoidal_positional_encoding, which is a valid sinusoidal "
-                             "encoding.") == "my_test 拒绝了 tl.sinusoidal_positional_encoding，而它是一个有效的正弦编码。"
+                             "encoding.") == \
+        "my_test 拒绝了 tl.sinusoidal_positional_encoding，而它是一个有效的正弦编码。"
 
 
 def test_predict_and_reveal_in_chinese():

@@ -155,7 +155,8 @@ def attributes_set_on_imports(source: str) -> list[str]:
 
     found = []
     for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
         for t in targets:
             if isinstance(t, ast.Attribute) and base(t) in imported:
                 found.append(f"line {node.lineno}: {ast.unparse(t)} = ...")

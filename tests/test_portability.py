@@ -65,7 +65,8 @@ CONFIGS = _configurations()
 
 def chosen(choice: str | None = None, commits: int | None = None) -> list[str]:
     """The configurations this run checks (module docstring): ``choice`` (default ``$TRANSFORMER_LITE_PORTABILITY``)
-    names one or says ``all``; otherwise the rotation picks one by ``commits`` (default: the commits in HEAD's history)."""
+    names one or says ``all``; otherwise the rotation picks one by ``commits`` (default: the commits in HEAD's
+    history)."""
     choice = os.environ.get(CHOICE_ENV, "").strip() if choice is None else choice
     if choice == "all":
         return list(CONFIGS)
@@ -92,8 +93,9 @@ SWITCHES = {"13_capstone_translator": ("TRAIN_NOW = False", "TRAIN_NOW = True"),
             "13b_real_sentences": ("TRAIN_NOW = False", "TRAIN_NOW = True")}
 
 # Chapters that take an optimiser step without training a model whose behaviour they then claim.
-NOT_TRAINING = {"09_decoder": "one Adam step, to check that tied weights stay one matrix (exact for any rounding)",
-                "01_tokens_and_embeddings": "two optimiser steps on an embedding table, to show which rows move (exact)"}
+NOT_TRAINING = {
+    "09_decoder": "one Adam step, to check that tied weights stay one matrix (exact for any rounding)",
+    "01_tokens_and_embeddings": "two optimiser steps on an embedding table, to show which rows move (exact)"}
 
 _TRAINING_CALL = re.compile(r"\b(?:opt|optimizer|optim)\w*\.step\(\)|(?<![.\w])train(?:_\w+)?\(")
 
@@ -109,7 +111,7 @@ def test_every_live_training_chapter_is_listed_and_seeds_from_book_seed():
     for name in LIVE_TRAINING:
         code = _code(NOTEBOOKS / f"{name}.ipynb")
         assert "book_seed()" in code, f"{name} trains live but does not take its seed from book_seed()"
-    for name, (off, on) in SWITCHES.items():
+    for name, (off, _on) in SWITCHES.items():
         assert _code(NOTEBOOKS / f"{name}.ipynb").count(off) == 1, f"{name}: expected exactly one {off!r}"
 
 

@@ -1,4 +1,5 @@
-"""transformer_lite.book.pretrained: the shipped translator, and training/caching with other recipes (small ones here)."""
+"""transformer_lite.book.pretrained: the shipped translator, and training/caching with other recipes (small ones
+here)."""
 import dataclasses
 import hashlib
 import json

@@ -46,7 +46,8 @@ def test_the_environment_overrides_the_configured_address_in_order():
     assert (fork.url, fork.site, fork.source) == ("https://github.com/someone/their-book",
                                                   "https://someone.github.io/their-book/", "GITHUB_REPOSITORY")
     both = repository.address({"GITHUB_REPOSITORY": "someone/their-book",
-                               "BOOK_REPOSITORY": "https://github.com/Other/x.git", "BOOK_SITE_URL": "https://book.example"})
+                               "BOOK_REPOSITORY": "https://github.com/Other/x.git",
+                               "BOOK_SITE_URL": "https://book.example"})
     assert (both.slug, both.site, both.source) == ("Other/x", "https://book.example/", "BOOK_REPOSITORY")
     # a user's or organisation's own Pages repository is served at the root of its domain
     assert repository.address({"BOOK_REPOSITORY": "Org/org.github.io"}).site == "https://org.github.io/"
@@ -125,7 +126,8 @@ def test_the_site_links_only_the_address_it_was_built_for():
     assert f'property="og:image" content="{built.site}social.png"' in intro
     chapter = (SITE / "notebooks" / "03_self_attention.html").read_text(encoding="utf-8")
     zh_chapter = (SITE / "zh" / "notebooks" / "03_self_attention.html").read_text(encoding="utf-8")
-    for page, nb in ((chapter, "notebooks/03_self_attention.ipynb"), (zh_chapter, "notebooks/zh/03_self_attention.ipynb")):
+    for page, nb in ((chapter, "notebooks/03_self_attention.ipynb"),
+                     (zh_chapter, "notebooks/zh/03_self_attention.ipynb")):
         assert f"colab.research.google.com/github/{built.slug}/blob/main/{nb}" in page
         assert f"mybinder.org/v2/gh/{built.slug}/main" in page
         assert f'href="{built.url}"' in page and f"{built.url}/issues/new" in page

@@ -168,7 +168,8 @@ def test_at_equal_size_steps_and_batches_decoder_only_translates_about_as_well(r
     within 0.1 of the encoder-decoder's (the measured gaps are a few points, of the order of the seed spread)."""
     t = results["translation"]["results"]
     for n in results["translation"]["sizes"]:
-        assert abs(t["decoder_only"][str(n)]["accuracy"]["mean"] - t["encoder_decoder"][str(n)]["accuracy"]["mean"]) < 0.1
+        decoder_only, encoder_decoder = t["decoder_only"][str(n)], t["encoder_decoder"][str(n)]
+        assert abs(decoder_only["accuracy"]["mean"] - encoder_decoder["accuracy"]["mean"]) < 0.1
 
 
 def test_the_shipped_scaling_sweep_shows_loss_falling_with_size_and_tokens(results):
@@ -185,7 +186,8 @@ def test_the_shipped_scaling_sweep_shows_loss_falling_with_size_and_tokens(resul
         first, last = sweep[str(keys[0])]["loss"], sweep[str(keys[-1])]["loss"]
         spread = max(first["max"] - first["min"], last["max"] - last["min"])
         margin = max(0.1, 2 * spread)
-        assert last["mean"] < first["mean"] - margin, (first, last)  # the largest / longest beats the smallest / shortest
+        # the largest / longest beats the smallest / shortest
+        assert last["mean"] < first["mean"] - margin, (first, last)
         assert last["max"] < first["min"]  # on every seed
     # the floor: ln(number of sentences) per sentence, spread over the held-out tokens
     assert sc["floor"] == pytest.approx(500 * math.log(len(all_translation_pairs())) / sc["n_test_tokens"], abs=1e-3)
@@ -257,7 +259,8 @@ def test_the_shipped_bert_results_have_what_the_chapter_needs(results):
     # (at 8 and 128 the seeds overlap)
     mean = {name: [b["results"][name][str(k)]["accuracy"]["mean"] for k in b["labelled"]] for name in b["results"]}
     assert all(p > q for p, q in zip(mean["pretrained"], mean["scratch"]))
-    assert b["results"]["pretrained"]["32"]["accuracy"]["mean"] > b["results"]["scratch"]["32"]["accuracy"]["mean"] + 0.05
+    pretrained, scratch = b["results"]["pretrained"]["32"], b["results"]["scratch"]["32"]
+    assert pretrained["accuracy"]["mean"] > scratch["accuracy"]["mean"] + 0.05
     # and every model beats always answering the most common tense of the test
     assert min(m for ms in mean.values() for m in ms) > max(b["test_shares"].values()) + 0.1
 

@@ -135,7 +135,10 @@ async (pattern) => {
     root.scrollIntoView();
     for (const t0 = Date.now(); Date.now() - t0 < 15000 && !root.querySelector('svg');) await settle();
     const svg = () => root.querySelector('svg');
-    if (!svg()) { out.controls.push({id: root.firstElementChild.id + '/svg', values: 0, changed: -1, restored: false}); continue; }
+    if (!svg()) {
+      out.controls.push({id: root.firstElementChild.id + '/svg', values: 0, changed: -1, restored: false});
+      continue;
+    }
     for (const el of root.querySelectorAll('select')) {
       const values = [...el.options].map(o => o.value), start = el.value;
       const before = svg().outerHTML;
@@ -493,7 +496,8 @@ def test_the_chinese_search_index_holds_the_words_of_the_prose():
     assert "attent" in build_book.search_index(HTML / "searchindex.js")["terms"]  # the English index: English stems
 
 
-@pytest.mark.parametrize("edition, show, hide", [("", "Show solution", "Hide solution"), ("zh/", "显示答案", "隐藏答案")])
+@pytest.mark.parametrize("edition, show, hide",
+                         [("", "Show solution", "Hide solution"), ("zh/", "显示答案", "隐藏答案")])
 def test_a_solution_folds_under_a_toggle_in_its_editions_language(browser, site, edition, show, hide):
     """A chapter's solution is folded under "Show solution" (English) / 显示答案 (Chinese, as its prose says:
     tools/i18n.py CODE_PROMPTS); opened, the toggle reads "Hide solution" / 隐藏答案 and the code shows."""
@@ -520,7 +524,8 @@ def test_a_solution_folds_under_a_toggle_in_its_editions_language(browser, site,
 
 
 def _deep_dive_page() -> tuple[str, str]:
-    """(page, id of its first deep dive's first sub-section or of the deep dive) of the first chapter with a deep dive."""
+    """(page, id of its first deep dive's first sub-section or of the deep dive) of the first chapter with a deep
+    dive."""
     for page in sorted(p for p in pages() if p.startswith("notebooks/")):
         text = (HTML / page).read_text(encoding="utf-8")
         m = re.search(r'<section class="tl-deep-dive" id="([^"]+)"', text)
@@ -616,7 +621,8 @@ def test_the_chinese_edition_opens_the_chinese_notebooks():
 
 
 def test_every_page_names_the_licences_in_its_own_language():
-    """The footer of every theme page, in both editions: text and figures CC BY-SA 4.0, code MIT, and the data's licence."""
+    """The footer of every theme page, in both editions: text and figures CC BY-SA 4.0, code MIT, and the data's
+    licence."""
     en, zh = _editions()
     if not en:
         pytest.skip("site not built")
@@ -628,14 +634,16 @@ def test_every_page_names_the_licences_in_its_own_language():
         footer = text[text.find("bd-footer-content"):]  # the theme's content footer, where extra_footer goes
         words = ("文字和图", "代码：MIT", "hsk-sentences-audio") if name.startswith("zh/") else \
                 ("Text and figures", "code: MIT", "hsk-sentences-audio")
-        if 'href="https://creativecommons.org/licenses/by-sa/4.0/"' not in footer or not all(w in footer for w in words):
+        if ('href="https://creativecommons.org/licenses/by-sa/4.0/"' not in footer
+                or not all(w in footer for w in words)):
             bad.append(name)
     assert not bad, f"pages whose footer does not name the licences: {bad[:5]}"
 
 
 # the layout of every element of a chapter, as page coordinates: what a section's containment must not move
 _POSITIONS = """() => Array.from(document.querySelectorAll('article.bd-article *'), e => {
-  const r = e.getBoundingClientRect(); return [Math.round(r.left), Math.round(r.top + scrollY), Math.round(r.height)]; })"""
+  const r = e.getBoundingClientRect();
+  return [Math.round(r.left), Math.round(r.top + scrollY), Math.round(r.height)]; })"""
 
 
 @pytest.mark.parametrize("edition", ["", "zh/"])

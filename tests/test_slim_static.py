@@ -117,7 +117,8 @@ def test_plain_spans_are_unwrapped_inside_code_blocks_only():
     out, n = ss.unwrap_plain_spans(html, {"n"})
     assert n == 3
     assert '<p><span class="n">prose</span></p>' in out
-    assert '<pre><span></span>x <span class="o">=</span> f<span class="p">(</span>a&lt;b<span class="p">)</span></pre>' in out
+    assert ('<pre><span></span>x <span class="o">=</span> f<span class="p">(</span>'
+            'a&lt;b<span class="p">)</span></pre>') in out
     assert ss.unwrap_plain_spans(html, set()) == (html, 0)
 
 
@@ -155,7 +156,8 @@ def test_every_icon_a_page_names_has_its_rule_and_its_glyph():
              for name in re.findall(r"\.fa-([a-z0-9-]+)", sel)}
     fonts = {p.stem: cmap(p) for p in (html / "_static" / ss.FA_FONTS).glob("*.woff")}
     assert set(fonts) == {"fa-solid-900", "fa-regular-400", "fa-brands-400"}
-    assert not list((html / "_static" / ss.FA_FONTS).glob("*.woff2")) and not list((html / "_static" / ss.FA_FONTS).glob("*.ttf"))
+    fa_fonts = html / "_static" / ss.FA_FONTS
+    assert not list(fa_fonts.glob("*.woff2")) and not list(fa_fonts.glob("*.ttf"))
     every_glyph = set().union(*fonts.values())
     for name in ("magnifying-glass", "bars", "list", "sun", "moon", "circle-half-stroke", "download", "xmark"):
         assert name in rules, f"fa-{name}: its rule is gone"
@@ -175,7 +177,8 @@ def test_every_glyph_a_formula_draws_is_in_its_font():
         assert not lost, f"{name}: {sorted(map(hex, lost))[:10]} drawn by a formula but cut from the font"
         drawn |= chars & cmap(fonts / name)
     assert len(drawn) > 100 and ord("x") in drawn and 0x221A in drawn  # (x in Math-Italic, the square root)
-    assert (fonts / "MathJax_Main-Regular.woff").stat().st_size < (ss.MATHJAX_FONTS / "MathJax_Main-Regular.woff").stat().st_size
+    main = "MathJax_Main-Regular.woff"
+    assert (fonts / main).stat().st_size < (ss.MATHJAX_FONTS / main).stat().st_size
 
 
 def test_highlighted_code_keeps_every_coloured_span():
@@ -202,6 +205,7 @@ def test_the_theme_scripts_are_the_themes_own_but_for_the_patches():
 
 def test_pages_have_no_script_preload_and_no_auto_theme():
     html = built()
-    for page in [html / "notebooks" / "12_inference.html", html / "zh" / "notebooks" / "12_inference.html", html / "search.html"]:
+    for page in [html / "notebooks" / "12_inference.html", html / "zh" / "notebooks" / "12_inference.html",
+                 html / "search.html"]:
         text = page.read_text(encoding="utf-8")
         assert '<link rel="preload" as="script"' not in text and ss.AUTO_THEME not in text and ss.SYSTEM_THEME in text

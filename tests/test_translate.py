@@ -52,9 +52,11 @@ VOCAB = Vocab(["i", "have", "a", "cat", "?"])
 # letters beyond ASCII, full-width and compatibility forms (NFKC), case mappings that change length, digits
 # of other scripts, emoji, Chinese, whitespace Python splits on and JavaScript's \s does not (and back)
 TRICKY = ["It's 3.5 km\u2014don't go!", "I can\u2019t find my keys\u2026", "100,000 people live here.",
-          "1.2.3 and 4,5 or 6, 7. 8", "Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00c6sop", "\uff21\uff22\uff23 \uff11\uff12\uff13 full-width",
+          "1.2.3 and 4,5 or 6, 7. 8", "Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00c6sop",
+          "\uff21\uff22\uff23 \uff11\uff12\uff13 full-width",
           "\u0130stanbul \u1e9e STRASSE \u03a3\u039f\u03a6\u039f\u03a3", "\ufb01ne \u2460\u2461 x\u00b2 \u2153 \u2167",
-          "\u0663\u0664 \u096a\u096b and \U0001d7d8", "\U0001f431 cats & dogs \U0001f436!", "\u6211\u6709\u4e00\u53ea\u732b",
+          "\u0663\u0664 \u096a\u096b and \U0001d7d8", "\U0001f431 cats & dogs \U0001f436!",
+          "\u6211\u6709\u4e00\u53ea\u732b",
           "e\u0301l\u00e8ve d\u0300", "snake_case and kebab-case", "'quoted' \"double\" `tick`",
           "a\x1cb\u3000c\ufeffd\u200be\x85f", "rock'n'roll isn't '90s'", "don''t", "HELLO, Teacher!!", "   ", ""]
 

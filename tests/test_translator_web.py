@@ -95,7 +95,8 @@ def assert_no_hang(key, first_ready, timings):
     """Bounds far above the budgets, not the budgets: a translation of ~10 ms took 100-700 ms while the other pytest
     worker held the cores, so only a hang exceeds these; `make bench` tells whether the budgets are met."""
     assert first_ready <= HANG_FACTOR * FIRST_MS[key], \
-        f"the {key} model's first translation took {first_ready:.0f} ms after first use (a hang? budget {FIRST_MS[key]} ms)"
+        f"the {key} model's first translation took {first_ready:.0f} ms after first use " \
+        f"(a hang? budget {FIRST_MS[key]} ms)"
     assert max(timings) <= LATER_HANG_MS, \
         f"a later translation took {max(timings):.0f} ms (a hang? budget {LATER_MS} ms): {timings}"
 
@@ -103,7 +104,8 @@ def assert_no_hang(key, first_ready, timings):
 @pytest.mark.parametrize("scheme", ["http", "file"])
 def test_the_page_translates_exactly_as_python(browser, request, shipped, scheme):
     model, data = shipped
-    base = request.getfixturevalue("site") if scheme == "http" else request.getfixturevalue("built").resolve().as_uri() + "/"
+    base = (request.getfixturevalue("site") if scheme == "http"
+            else request.getfixturevalue("built").resolve().as_uri() + "/")
     box = Box(browser, base, CAPSTONE, colour="light" if scheme == "http" else "dark")
     try:
         assert not [u for u in box.requests if "/translator/" in u], "the model must not load with the page"
@@ -142,7 +144,8 @@ def test_the_page_translates_exactly_as_python(browser, request, shipped, scheme
 @pytest.mark.parametrize("scheme", ["http", "file"])
 def test_the_real_model_translates_exactly_as_python_once_selected(browser, request, real, scheme):
     model, data = real
-    base = request.getfixturevalue("site") if scheme == "http" else request.getfixturevalue("built").resolve().as_uri() + "/"
+    base = (request.getfixturevalue("site") if scheme == "http"
+            else request.getfixturevalue("built").resolve().as_uri() + "/")
     box = Box(browser, base, CAPSTONE, colour="dark" if scheme == "http" else "light")
     try:
         # selected before any use: the runtime and the real model load, the grammar model does not
@@ -210,7 +213,8 @@ def test_the_page_reads_english_exactly_as_python(browser, site, shipped, real):
 def test_budgets_first_load_and_model_files(browser, site):
     """The page's first load, and what loads on first use, in bytes (1 MB = 10^6 bytes)."""
     lazy, model_files = _lazy_files()
-    assert sorted(f.name for f in ASSETS.iterdir()) == sorted(["ort.js", "ort-wasm.js"] + [f"model-{k}.js" for k in SHIPPED])
+    assert sorted(f.name for f in ASSETS.iterdir()) == \
+        sorted(["ort.js", "ort-wasm.js"] + [f"model-{k}.js" for k in SHIPPED])
     box = Box(browser, site, CAPSTONE)
     try:
         box.page.wait_for_load_state("networkidle")
@@ -228,7 +232,8 @@ def test_budgets_first_load_and_model_files(browser, site):
             # the sizes the box tells the reader before it loads are the sizes it loads
             assert round(lazy[key] / MB) == DOWNLOAD_MB[key], (key, lazy[key] / MB, DOWNLOAD_MB[key])
             assert round(model_files[key] / MB) == MODEL_MB[key], (key, model_files[key] / MB, MODEL_MB[key])
-        assert model_files["real"] <= 8 * MB, f"the real model adds {model_files['real'] / MB:.2f} MB to the site (at most 8 MB)"
+        assert model_files["real"] <= 8 * MB, \
+            f"the real model adds {model_files['real'] / MB:.2f} MB to the site (at most 8 MB)"
         assert f"about {DOWNLOAD_MB['grammar']} MB" in box.root.locator(".tl-tr-status").inner_text()
     finally:
         box.close()
@@ -270,7 +275,8 @@ def test_bad_input_gets_a_message_or_a_translation_never_markup(browser, site, s
         assert box.page.evaluate("window.tlPwned") is None
         assert box.page.evaluate("document.querySelectorAll('script, img, iframe, object').length") == elements
         # the translator still works after all that
-        assert box.type("the cat eats rice")["greedy_text"] == translation_details(model, data, "the cat eats rice")["greedy_text"]
+        assert box.type("the cat eats rice")["greedy_text"] == \
+            translation_details(model, data, "the cat eats rice")["greedy_text"]
         assert not box.console and not box.external, (box.console, box.external)
     finally:
         box.close()

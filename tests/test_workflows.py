@@ -240,7 +240,9 @@ def _major(ref: str) -> str:
 # --- the parsers and the linter ---------------------------------------------------------------------------------
 
 def test_the_parsers_read_what_they_should():
-    cmds = _commands("set -e  # x\nsudo apt-get install -y --no-install-recommends a b \\\n  c\nmake test && make bench\n"
+    cmds = _commands("set -e  # x\n"
+                     "sudo apt-get install -y --no-install-recommends a b \\\n  c\n"
+                     "make test && make bench\n"
                      "awk '\n  /x/ { print }\n' f")
     assert _apt_packages(cmds) == {"a", "b", "c"}
     assert _make_targets(cmds) == ["test", "bench"]
@@ -323,7 +325,8 @@ def test_every_job_that_runs_make_test_installs_and_sets_what_ci_does():
         assert packages == ci_packages, f"{name} installs {sorted(packages)}, .ci/run {sorted(ci_packages)}"
         env = {k: str(v) for k, v in (job.get("env") or {}).items()}
         for var, value in exported.items():
-            if re.fullmatch(rf'"?\$\{{{var}:-[^}}]*\}}"?', value):   # a default for whoever runs it: the job sets its own
+            # a default for whoever runs it: the job sets its own
+            if re.fullmatch(rf'"?\$\{{{var}:-[^}}]*\}}"?', value):
                 assert env.get(var), f".ci/run gives {var} a default ({value}); the job {name} sets none"
             else:
                 assert env.get(var) == value, f".ci/run exports {var}={value}; the job {name} sets {env.get(var)!r}"

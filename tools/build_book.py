@@ -10,8 +10,9 @@ Steps:
    ``html_static_path`` into ``_build/html/_static/``, so the site serves ``_static/tl/...`` itself.
    The folder is deliberately not called ``_static``: Jupyter Book would add every .js/.css in a
    ``_static/`` folder at the book root to every page.
-   The shipped translators (grammar, real sentences) are exported to ONNX into ``_assets/tl/translator/`` beside ONNX Runtime Web
-   (``write_translator``; the export is cached, keyed on its inputs): the static page runs the very models the package ships.
+   The shipped translators (grammar, real sentences) are exported to ONNX into ``_assets/tl/translator/`` beside ONNX
+   Runtime Web (``write_translator``; the export is cached, keyed on its inputs): the static page runs the very models
+   the package ships.
 2. ``TRANSFORMER_LITE_STATIC=1`` is exported; the notebook kernels inherit the build's environment, so
    ``transformer_lite.book.interactive`` precomputes every control (no ipywidgets on the page); and
    ``IPYTHONDIR`` points the kernels at a start-up file (tools/kernel_startup.py) that keeps tqdm from
@@ -362,7 +363,8 @@ def build_env(ipython_dir: Path = ROOT / "_build" / ".ipython") -> dict:
     return env
 
 
-BUILD_INFO = ROOT / "_build" / "build-info.json"  # what the last build was given: read by make pdf, make release, the tests
+# what the last build was given: read by make pdf, make release, the tests
+BUILD_INFO = ROOT / "_build" / "build-info.json"
 
 
 def write_build_info(path: Path = BUILD_INFO) -> dict:
@@ -429,7 +431,8 @@ def check_site(html_dir: Path, mode: str | None = None) -> list[str]:
                 problems.append(f"{f.relative_to(html_dir)}: {f.stat().st_size / 2**20:.1f} MiB > 40 MiB")
         elif f.is_file():
             total += f.stat().st_size
-    pages = [p for p in sorted(html_dir.rglob("*.html")) if not {"_static", "reports"} & set(p.relative_to(html_dir).parts)]
+    pages = [p for p in sorted(html_dir.rglob("*.html"))
+             if not {"_static", "reports"} & set(p.relative_to(html_dir).parts)]
     for page in pages:
         size = page.stat().st_size
         largest = max(largest, (size, page.relative_to(html_dir)))
@@ -541,8 +544,10 @@ def slim_site(html_dir: Path) -> list[str]:
     except (OSError, KeyError, ValueError) as e:
         return [f"the site could not be slimmed (tools/slim_static.py): {e!r}"]
     fa, mj, css, pages = done["fontawesome"], done["mathjax"], done["stylesheet"], done["pages"]
-    log(f"slimmed: Font Awesome {fa['fonts_before'] / 1024:.0f} -> {fa['fonts_after'] / 1024:.0f} KiB ({fa['icons']} icons), "
-        f"MathJax fonts {mj['fonts_before'] / 1024:.0f} -> {mj['fonts_after'] / 1024:.0f} KiB ({mj['characters']} glyphs), "
+    log(f"slimmed: Font Awesome {fa['fonts_before'] / 1024:.0f} -> {fa['fonts_after'] / 1024:.0f} "
+        f"KiB ({fa['icons']} icons), "
+        f"MathJax fonts {mj['fonts_before'] / 1024:.0f} -> {mj['fonts_after'] / 1024:.0f} KiB "
+        f"({mj['characters']} glyphs), "
         f"theme stylesheet {css['before'] / 1024:.0f} -> {css['after'] / 1024:.0f} KiB, "
         f"{pages['spans']:,} plain code spans unwrapped in {pages['pages']} pages")
     return []
@@ -556,7 +561,8 @@ def zh_translator_loader(zh_dir: Path) -> Path:
     then finds the models one level up, on a page whose <html lang> is zh)."""
     dest = zh_dir / "_static" / "tl" / "tl-translator.js"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text("// The Chinese edition's pages load the English edition's copy (tools/build_book.py zh_translator_loader)\n"
+    dest.write_text("// The Chinese edition's pages load the English edition's copy "
+                    "(tools/build_book.py zh_translator_loader)\n"
                     "(function(){var s=document.createElement('script');"
                     "s.src=(document.documentElement.dataset.content_root||'')+'../_static/tl/tl-translator.js';"
                     "document.head.appendChild(s);})();\n", encoding="utf-8")

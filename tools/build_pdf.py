@@ -9,8 +9,8 @@ ONE document: a cover (title, edition, version, date), a table of contents, then
 is built or executed again, so it takes seconds, not a second Sphinx run per edition. Debian's Chromium
 (tests/chromium.py's binary, driven by Playwright; no browser is downloaded) loads that document from a local
 server beside the site's own files (its images, CSS and MathJax's fonts; the math was typeset when the site
-was built), waits for the fonts to load, and prints it with ``page.pdf(outline=True, tagged=True)``: the PDF's bookmarks come from the headings
-(each chapter an h1, its sections h2, h3...).
+was built), waits for the fonts to load, and prints it with ``page.pdf(outline=True, tagged=True)``: the PDF's bookmarks
+come from the headings (each chapter an h1, its sections h2, h3...).
 
 For paper: the precomputed controls (transformer_lite.book.interactive) show their default figure with a line
 saying where they are live; the in-browser translator box becomes such a line; code cells whose source the site
@@ -346,7 +346,8 @@ def print_pdf(url: str, dest: Path, browser) -> dict:
     page.evaluate("() => document.fonts.ready.then(() => true)")
     # every section shown (static/tl-lazy.js lays them out a few at a time on the site); the bertviz views draw
     # themselves (d3) once require.js has loaded d3 and jquery, on the site when the reader comes near them
-    page.evaluate("() => { if (window.tlShowSections) window.tlShowSections(); if (window.tlRequireAll) window.tlRequireAll(); }")
+    page.evaluate("() => { if (window.tlShowSections) window.tlShowSections(); if (window.tlRequireAll) "
+                  "window.tlRequireAll(); }")
     page.wait_for_function("() => Array.from(document.querySelectorAll('.tl-bertviz [id$=\"-vis\"]'))"
                            ".every(v => v.querySelector('svg'))", timeout=120_000)
     math = page.evaluate("() => document.querySelectorAll('mjx-container').length")
@@ -445,7 +446,8 @@ def main(argv=None) -> int:
                 info = print_pdf(f"http://127.0.0.1:{server.server_port}{path}", dest, browser)
                 size = dest.stat().st_size
                 log(f"{e}: {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest} "
-                    f"{size / 2**20:.1f} MiB, {info['math']} formulas typeset, {info['outline_fixed']} bookmark titles fixed, printed in {time.time() - t1:.0f} s"
+                    f"{size / 2**20:.1f} MiB, {info['math']} formulas typeset, "
+                    f"{info['outline_fixed']} bookmark titles fixed, printed in {time.time() - t1:.0f} s"
                     + (f"; page errors: {info['errors'][:3]}" if info["errors"] else ""))
                 if size > MAX_PDF:
                     problems.append(f"{dest.name}: {size / 2**20:.1f} MiB > {MAX_PDF / 2**20:.0f} MiB")

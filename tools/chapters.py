@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A chapter's shape: its deep dives, its core path, and the line at its top.
 
-    python tools/chapters.py stats           # per chapter: core-path words and code lines, deep-dive words, reading time
+    python tools/chapters.py stats           # per chapter: core-path words and code lines, deep-dive words,
+                                             # reading time
     python tools/chapters.py fold [NB ...]   # set the metadata that folds the deep dives in JupyterLab and Colab
     python tools/chapters.py header          # write the line under each chapter's title (both editions): reading time,
                                              # running time (benchmarks/notebooks.json, `make bench`), what it assumes
@@ -231,7 +232,8 @@ def header_line(stem: str, nb: dict, seconds: float, zh: bool = False) -> str:
         return (f"*阅读时间*：主线约 {s['reading_minutes']} 分钟（{s['core_code_lines']} 行代码）{dives}。"
                 f"*运行时间*：在 2 核 CPU 上约 {run} 秒。"
                 f"*前置章节*：{assumes}。")
-    assumes = _join(links, False) if links else "only the [prerequisites](../book/intro.md#prerequisites) of the introduction"
+    assumes = (_join(links, False) if links
+               else "only the [prerequisites](../book/intro.md#prerequisites) of the introduction")
     dives = f", plus about {s['deep_dive_minutes']} min for the deep dives" if s["deep_dives"] else ""
     return (f"*Reading time:* about {s['reading_minutes']} min for the main path ({s['core_words']:,} words, "
             f"{s['core_code_lines']} lines of code){dives}. *Running time:* about {run} s on 2 cores. "
@@ -307,7 +309,8 @@ def main(argv=None) -> int:
         times = json.loads(TIMES.read_text(encoding="utf-8"))["seconds"]
         missing = [p.stem for p in paths if p.stem not in times]
         if missing:
-            sys.exit(f"no running time for {missing} in {TIMES.relative_to(ROOT)}: run benchmarks/run.py --only notebooks")
+            sys.exit(f"no running time for {missing} in {TIMES.relative_to(ROOT)}: "
+                     "run benchmarks/run.py --only notebooks")
         for p in paths:
             nb = json.loads(p.read_text(encoding="utf-8"))
             if set_header(p.stem, nb, times[p.stem]):

@@ -82,7 +82,8 @@ def sphinx_conf(dest: Path, **overrides) -> Path:
     """
     from jupyter_book.config import get_final_config
 
-    config, _ = get_final_config(user_yaml=ROOT / "_config.yml", sourcedir=ROOT, cli_config={"latex_individualpages": False})
+    config, _ = get_final_config(user_yaml=ROOT / "_config.yml", sourcedir=ROOT,
+                                 cli_config={"latex_individualpages": False})
     config["external_toc_path"] = str(ROOT / "_toc.yml")
     for key in PATHS:
         if isinstance(config.get(key), str):
@@ -508,7 +509,8 @@ FORMULA_TEXT = re.compile(r"\\text\{([^{}]*)\}")
 # The exercises' instructions, one wording for every variant of the English "Each exercise has a cell for your
 # answer, a one-line check to run after it, and a (worked) solution folded ..." (the parenthesis only where the
 # English names the `...` to replace); a chapter may add sentences after it.
-EXERCISE_INSTRUCTIONS = "每道练习有三部分：一个供你作答的单元格{}，一行作答后运行的检查，以及一份折叠在“显示答案”下的完整解答。"
+EXERCISE_INSTRUCTIONS = ("每道练习有三部分：一个供你作答的单元格{}，一行作答后运行的检查，"
+                         "以及一份折叠在“显示答案”下的完整解答。")
 EXERCISE_BLANK = "（把其中的 `...` 换成你的答案）"
 
 
@@ -596,7 +598,7 @@ def first_use_problems(page: str, messages: list[tuple[str, str]], rules: dict |
              for en, ens, zhs in glossary_terms() if stem in taught.get(en, ())]
     known = {x.lower() for _, ens, _ in glossary_terms() for x in ens}
     given, told, out = " ".join(_prose(msgstr) for _, msgstr in messages).lower(), set(), []
-    for msgid, msgstr in messages:
+    for msgid, _ in messages:
         if is_display_math(msgid):
             continue
         english = re.sub(r"`[^`]*`|\$[^$]*\$|\]\([^)]*\)|\{[a-z:]+\}`[^`]*`", " ", msgid)
@@ -1015,16 +1017,17 @@ def write_notebooks() -> list[Path]:
 #       without the `#` and the spaces around it. Consecutive full-line comments at one indentation are one
 #       message (their lines joined by spaces): a sentence cut over two lines is translated as one sentence, and
 #       the Chinese is wrapped again to the block's width. Not messages (code_comment_is_prose): Colab's forms
-#       (`#@title`), shebangs, `# noqa`/`# type:`/`# pragma`/`# fmt:`, comments with no English word (shapes like
+#       (`#@title`), shebangs, the noqa/`type:`/pragma/`fmt:` comments, comments with no English word (shapes like
 #       `(B, T, D)`, formulas like `h_{-1} = 0`) and commented-out code (the text parses as Python and holds `=`
 #       or `(`).
 #   msgctxt "figure": the string literals a figure shows, found with the AST: every string argument (also inside
 #       a list, a tuple or an `a if c else b`) of a call to FIGURE_CALLS, the keyword arguments FIGURE_KEYWORDS
-#       of any call, and a string assigned to a variable of one of those names (`label = f"..."`). The msgid is the literal's source text between its quotes (escapes as written; an f-string's
-#       `{...}` fields kept; implicitly concatenated pieces joined); the Chinese must keep the same `{...}` fields,
-#       code spans and `$...$` math and make a valid literal (checked). Strings that are data (tokens, sentences,
-#       keys, modes passed to functions, printed labels) are never messages: a print's words stay English next to
-#       its numbers, and the code computes exactly what the English notebook does.
+#       of any call, and a string assigned to a variable of one of those names (`label = f"..."`). The msgid is the
+#       literal's source text between its quotes (escapes as written; an f-string's `{...}` fields kept; implicitly
+#       concatenated pieces joined); the Chinese must keep the same `{...}` fields, code spans and `$...$` math and make
+#       a valid literal (checked). Strings that are data (tokens, sentences, keys, modes passed to functions, printed
+#       labels) are never messages: a print's words stay English next to its numbers, and the code computes exactly what
+#       the English notebook does.
 # `tools/i18n.py update` extracts them and merges: a new message untranslated, a changed one fuzzy (the old
 # Chinese of the most similar vanished message of the same context), a vanished one dropped. `notebooks` puts the
 # translations back into notebooks/zh/ token by token (code_translated) and adds `language="zh"` to the set-up
@@ -1192,7 +1195,7 @@ def code_messages(source: str) -> list[dict]:
         raise ValueError(f"code cell does not parse as Python: {err}\n{source[:200]}") from err
     messages = []
     previous = None  # the last full-line comment message, to continue a block
-    for i, tok in enumerate(tokens):
+    for tok in tokens:
         if tok.type != tokenize.COMMENT:
             continue
         if not code_comment_is_prose(tok.string):

@@ -9,7 +9,8 @@ Two kinds of message (see transformer_lite/book/i18n.py):
 * every message template of the exercise checks (``transformer_lite/book/check/*.py``): each string literal or
   f-string that is not a docstring, not the message of a programmer's error (``raise ValueError(...)``) and holds
   English prose (two English words in a row); an f-string's formatted values become ``{0}``, ``{1}``… A string that
-  is data (a sentence the model reads, an answer the reader types) carries the comment ``# i18n: data`` on its line (or alone on the line above). Dict keys, subscripts, comparisons
+  is data (a sentence the model reads, an answer the reader types) carries the comment ``# i18n: data`` on its line (or
+  alone on the line above). Dict keys, subscripts, comparisons
 and the wrong answers registered with ``exercise(...)`` are not messages either.
 
 tests/test_package_i18n.py runs :func:`problems`: a new message without its Chinese, or a stale one, fails it.

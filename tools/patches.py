@@ -230,10 +230,13 @@ def _bertviz_views() -> str | None:
 
 
 def _icon_rules() -> str | None:
-    css = installed_file("pydata-sphinx-theme", THEME + "static/styles/pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    css_file = installed_file("pydata-sphinx-theme", THEME + "static/styles/pydata-sphinx-theme.css")
+    css = css_file.read_text(encoding="utf-8")
     rule = re.compile(r'((?:\.fa-[a-z0-9-]+::?before,?)+)\{content:"((?:[^"\\]|\\.)*)"\}')  # slim_static._ICON_RULE
     n = len(rule.findall(css))
-    return None if n > 1000 else f"styles/pydata-sphinx-theme.css has {n} icon rules of the form .fa-x:before{{content:\"...\"}}"
+    if n > 1000:
+        return None
+    return f"styles/pydata-sphinx-theme.css has {n} icon rules of the form .fa-x:before{{content:\"...\"}}"
 
 
 # ---------------------------------------------------------------- the registry
@@ -315,11 +318,13 @@ _ENTRIES: list[Patch | Reliance] = [
         after=f'src:url(../vendor/fontawesome/webfonts/{font}.woff) format("woff")',
         why=("Font Awesome's fonts are cut to the icons the site draws and written as WOFF (fontTools writes WOFF "
              "with zlib alone; WOFF2 needs brotli); the @font-face names the cut file and nothing else."),
-        applied_by="tools/slim_static.py slim_fontawesome") for font in ("fa-brands-400", "fa-regular-400", "fa-solid-900")],
+        applied_by="tools/slim_static.py slim_fontawesome")
+        for font in ("fa-brands-400", "fa-regular-400", "fa-solid-900")],
     Reliance(
         name="font-awesome-icon-rules",
         package="pydata-sphinx-theme", written_for="0.17.1",
-        uses="the minified form of the icon rules in styles/pydata-sphinx-theme.css: .fa-a:before,.fa-b:before{content:\"\\f00c\"}",
+        uses="the minified form of the icon rules in styles/pydata-sphinx-theme.css: "
+             ".fa-a:before,.fa-b:before{content:\"\\f00c\"}",
         why=("slim_static keeps the rules of the icons some page or script names, and their glyphs; it reads the "
              "rules in this form."),
         probe=_icon_rules, applied_by="tools/slim_static.py slim_stylesheet"),

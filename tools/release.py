@@ -62,7 +62,8 @@ def _write_notebook(path: Path, nb: dict) -> None:
 
 def bump(new: str, root: Path = ROOT) -> list[Path]:
     """Write version ``new`` into pyproject.toml, CITATION.cff, the package's ``__version__`` and every English
-    chapter's set-up cell; the files changed. The Chinese notebooks are generated from the English ones (`python tools/i18n.py notebooks`)."""
+    chapter's set-up cell; the files changed. The Chinese notebooks are generated from the English ones
+    (`python tools/i18n.py notebooks`)."""
     if not isinstance(new, str) or not _VERSION.match(new):
         raise ValueError(f"version must look like 1.2.3 (or 1.2.3rc1), got {new!r}")
     root = Path(root)
@@ -127,7 +128,8 @@ def build_info(site: Path = SITE) -> dict:
     try:
         return json.loads((site.parent / "build-info.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise SystemExit(f"no record of the site's build ({site.parent / 'build-info.json'}): run `make book` ({e})")
+        raise SystemExit(f"no record of the site's build ({site.parent / 'build-info.json'}): "
+                         f"run `make book` ({e})") from e
 
 
 def assemble(dist: Path = DIST, root: Path = ROOT) -> list[Path]:

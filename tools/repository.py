@@ -15,8 +15,9 @@ knows custom domains), else ``html.baseurl`` when the repository is the configur
 address for the repository (``https://owner.github.io/name/``).
 
 A few committed files are read as they are by GitHub, PyPI and Colab's readers, never by the build: README.md
-(also the PyPI page), CITATION.cff, pyproject.toml's project URLs and CHANGELOG.md's links. They must hold the address literally, so
-``set`` writes the new one into them and into ``_config.yml``, and ``check`` fails when one names another::
+(also the PyPI page), CITATION.cff, pyproject.toml's project URLs and CHANGELOG.md's links. They must hold the address
+literally, so ``set`` writes the new one into them and into ``_config.yml``, and ``check`` fails when one names
+another::
 
     python tools/repository.py                          # the address in force, and where it comes from
     python tools/repository.py set OWNER/NAME [--site URL]

@@ -114,7 +114,8 @@ def main(argv=None) -> int:
             Path(args.save).mkdir(parents=True, exist_ok=True)
             nbformat.write(executed, str(Path(args.save) / Path(nb).name))
         results.append(r)
-        status = "ok" if r["ok"] else f"FAILED in cell {r['error']['cell']}: {r['error']['name']}: {r['error']['value'][:300]}"
+        error = r["error"]
+        status = "ok" if r["ok"] else f"FAILED in cell {error['cell']}: {error['name']}: {error['value'][:300]}"
         print(f"{r['notebook']:<40} {r['seconds']:7.1f} s  {status}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))

@@ -85,7 +85,8 @@ def icon_names(html_dir: Path) -> set[str]:
     names: set[str] = set()
     static = html_dir / "_static"
     for path in html_dir.rglob("*"):
-        if path.suffix == ".html" or (path.suffix == ".js" and static in path.parents and path.name != "fontawesome.js"):
+        if path.suffix == ".html" or (path.suffix == ".js" and static in path.parents
+                                     and path.name != "fontawesome.js"):
             names |= set(_ICON_NAME.findall(path.read_text(encoding="utf-8", errors="replace")))
     return names
 
@@ -257,7 +258,8 @@ PRE_COLOUR_MARK = "/* tools/slim_static.py: a code block's own text in the colou
 
 def purge_stylesheet(html_dir: Path) -> dict:
     """The theme's stylesheet with the rules the site's pages and scripts can match (tools/purge_css.mjs)."""
-    proc = subprocess.run(["node", str(ROOT / "tools" / "purge_css.mjs"), str(html_dir), str(html_dir / "_static" / FA_CSS)],
+    proc = subprocess.run(["node", str(ROOT / "tools" / "purge_css.mjs"), str(html_dir),
+                           str(html_dir / "_static" / FA_CSS)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise ValueError(f"tools/purge_css.mjs failed (exit {proc.returncode}; `npm ci` installs purgecss): "
@@ -314,7 +316,8 @@ def rewrite_pages(html_dir: Path) -> dict:
 
 def slim(html_dir: Path) -> dict:
     if not (theme_static() / FA_CSS).exists():
-        raise FileNotFoundError(f"{theme_static() / FA_CSS}: pydata-sphinx-theme's stylesheet is not where 0.17 keeps it")
+        raise FileNotFoundError(f"{theme_static() / FA_CSS}: "
+                                "pydata-sphinx-theme's stylesheet is not where 0.17 keeps it")
     patch_theme_scripts(html_dir)
     done = dict(pages=rewrite_pages(html_dir), fontawesome=slim_fontawesome(html_dir), mathjax=slim_mathjax(html_dir))
     done["stylesheet"] = purge_stylesheet(html_dir)

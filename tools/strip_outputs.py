@@ -30,7 +30,8 @@ NOTEBOOK_METADATA_RUN_KEYS = ("widgets",)
 
 def book_notebooks(root: Path = ROOT) -> list[Path]:
     """Every notebook of both editions."""
-    return sorted((Path(root) / "notebooks").glob("*.ipynb")) + sorted((Path(root) / "notebooks" / "zh").glob("*.ipynb"))
+    notebooks = Path(root) / "notebooks"
+    return sorted(notebooks.glob("*.ipynb")) + sorted((notebooks / "zh").glob("*.ipynb"))
 
 
 def problems(nb: dict) -> list[str]:

@@ -15,8 +15,8 @@ and in a venv of its own, ``.venv-oldest``, with the given Python:
    plus the test tools at requirements.txt's versions. torch stays pinned to X: nothing may upgrade it.
    The venv is kept for the next run while what it installs is the same (the interpreter, X, the index,
    the package's declared dependencies, the tools; ``.venv-oldest/.key``), else made anew (a new one downloads
-   torch again unless pip's cache has it: the workflow keeps that cache). The package itself (a wheel built from a copy of the checkout: no ``build/``
-   left in a checkout other work shares) is reinstalled on every run.
+   torch again unless pip's cache has it: the workflow keeps that cache). The package itself (a wheel built from a copy
+   of the checkout: no ``build/`` left in a checkout other work shares) is reinstalled on every run.
 2. runs the package's fast tests as ``make check`` does (``-m "not browser and not slow"``), less the files
    that test the toolchain rather than the package (``NOT_THE_PACKAGE`` says why for each);
 3. runs every chapter as the book build does (tools/build_book.py, ``execute_into_cache`` and ``build_env``):

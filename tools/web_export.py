@@ -108,7 +108,8 @@ def export_onnx(model, directory) -> dict:
         enc = torch.onnx.export(_Encoder(model).eval(), (src,), input_names=["src"], output_names=["memory"],
                                 dynamic_shapes=({0: B, 1: S},), dynamo=True, optimize=True, verbose=False)
         dec = torch.onnx.export(_Decoder(model).eval(), (memory, src, ys), input_names=["memory", "src", "ys"],
-                                output_names=["logits", "cross"], dynamic_shapes=({0: B, 1: S}, {0: B, 1: S}, {0: B, 1: T}),
+                                output_names=["logits", "cross"],
+                                dynamic_shapes=({0: B, 1: S}, {0: B, 1: S}, {0: B, 1: T}),
                                 dynamo=True, optimize=True, verbose=False)
     for name, program in (("encoder", enc), ("decoder", dec)):
         onnx.save(_strip(program.model_proto), paths[name])

@@ -82,9 +82,10 @@ class DictionaryTranslator:
 
     Each English word becomes the Chinese words ``z`` with t(z | en) >= ``threshold`` (most probable
     first), or nothing if it is most often aligned to nothing (articles, "do", "will"); a Chinese word
-    is written once per sentence (the grammar never repeats one). The output keeps the English word order, unless ``reorder=True``: then the words are sorted so that each pair
-    stands in the order it stood in most often in the training translations (ties: by the words' average
-    relative position, 0 = first, 1 = last). Both are learned, and neither looks at the context.
+    is written once per sentence (the grammar never repeats one). The output keeps the English word order, unless
+    ``reorder=True``: then the words are sorted so that each pair stands in the order it stood in most often in the
+    training translations (ties: by the words' average relative position, 0 = first, 1 = last). Both are learned, and
+    neither looks at the context.
     """
 
     def __init__(self, pairs: Sequence[tuple[str, str]], threshold: float = 0.3, reorder: bool = False,

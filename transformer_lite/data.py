@@ -265,8 +265,9 @@ def _adjective_sentences():
 _ACTORS = [("the cat", "猫"), ("the dog", "狗"), ("the bird", "鸟"), ("the teacher", "老师"),
            ("the child", "孩子"), ("the student", "学生")]
 # Transitive verbs: (base, 3rd person, past, Chinese)
-_TRANSITIVE = [("see", "sees", "saw", "看见"), ("like", "likes", "liked", "喜欢"), ("chase", "chases", "chased", "追"),
-               ("bite", "bites", "bit", "咬"), ("help", "helps", "helped", "帮"), ("follow", "follows", "followed", "跟")]
+_TRANSITIVE = [("see", "sees", "saw", "看见"), ("like", "likes", "liked", "喜欢"),
+               ("chase", "chases", "chased", "追"), ("bite", "bites", "bit", "咬"),
+               ("help", "helps", "helped", "帮"), ("follow", "follows", "followed", "跟")]
 
 
 def _swap_sentences():

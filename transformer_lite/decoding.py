@@ -271,7 +271,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, b
 
         rows = (parent + torch.arange(B, device=dev)[:, None] * K).view(-1)  # (B*K,) flat index of each parent
         ys = torch.cat([ys.index_select(0, rows), token.view(-1, 1)], dim=1)  # (B*K, t + 2)
-        for self_cache, cross_cache in cache:  # the parents' keys/values follow their children
+        for self_cache, _cross_cache in cache:  # the parents' keys/values follow their children
             self_cache.reorder(rows)
         if return_trace:
             trace.parents.append(parent.cpu())
@@ -384,7 +384,7 @@ def beam_search_keep_finished(model, src: torch.Tensor, beam_size: int, max_new_
         finished = was_finished | (token == eos_id)
         rows = (parent + torch.arange(B, device=dev)[:, None] * K).view(-1)  # (B*K,) flat index of each parent
         ys = torch.cat([ys.index_select(0, rows), token.view(-1, 1)], dim=1)  # (B*K, t + 1)
-        for self_cache, cross_cache in cache:  # the parents' keys/values follow their children
+        for self_cache, _cross_cache in cache:  # the parents' keys/values follow their children
             self_cache.reorder(rows)
         if return_trace:
             trace.parents.append(parent.cpu())

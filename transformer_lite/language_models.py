@@ -169,10 +169,10 @@ def generate(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, *, eos
     ``temperature=0`` is greedy (argmax, chapter 12); otherwise each token is drawn from
     softmax(logits / temperature), among the ``top_k`` most probable only if given. After a row's
     ``eos_id`` come ``pad_id`` tokens; stops when every row has finished. ``use_cache=False``: the whole
-    prefix is re-read every step (simple). ``use_cache=True`` (a model with ``new_caches`` and ``forward_with_cache``: :class:`LanguageModel`,
-    :class:`~transformer_lite.modern.ModernLM`): the prompt is
-    read once (prefill) and each later step reads only the newest token, reusing every layer's cached keys
-    and values (:class:`~transformer_lite.attention.KVCache`); same tokens. Returns (B, L + n), n <= max_new_tokens.
+    prefix is re-read every step (simple). ``use_cache=True`` (a model with ``new_caches`` and ``forward_with_cache``:
+    :class:`LanguageModel`, :class:`~transformer_lite.modern.ModernLM`): the prompt is read once (prefill) and each
+    later step reads only the newest token, reusing every layer's cached keys and values
+    (:class:`~transformer_lite.attention.KVCache`); same tokens. Returns (B, L + n), n <= max_new_tokens.
     """
     check_token_ids("prompt", prompt)
     check_positive_int("max_new_tokens", max_new_tokens)

@@ -277,5 +277,6 @@ class ModernLM(nn.Module):
         return self.output(self.norm(x))  # (B, T, D) -> (B, T, V)
 
     def forward_with_cache(self, new: torch.Tensor, ids: torch.Tensor, caches: list) -> torch.Tensor:
-        """Logits (B, T, V) of the newest tokens ``new`` (B, T); for :func:`~transformer_lite.language_models.generate`."""
+        """Logits (B, T, V) of the newest tokens ``new`` (B, T); for
+        :func:`~transformer_lite.language_models.generate`."""
         return self(new, caches)

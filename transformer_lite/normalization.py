@@ -15,8 +15,10 @@ from ._checks import check_positive_int, check_tensor
 from ._fused import normalize
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, eps: float = 1e-5):
-    """Normalize each vector x[..., :] to mean 0 and variance 1, then scale by weight (gamma) and shift by bias (beta)."""
+def layer_norm(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,
+               eps: float = 1e-5):
+    """Normalize each vector x[..., :] to mean 0 and variance 1, then scale by weight (gamma) and shift by bias
+    (beta)."""
     mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # biased: divide by D
     x_hat = (x - mean) / torch.sqrt(var + eps)  # eps inside the root

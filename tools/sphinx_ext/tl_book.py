@@ -127,7 +127,8 @@ def visit_deep_dive_fold(self, node) -> None:
 
 # a code cell's source in a deep dive's fold: it waits in a <template> until the fold opens (static/tl-lazy.js)
 _FOLDED_CODE = re.compile(r'(?<!<template class="tl-lazy">)(<div class="cell_input docutils container">)'
-                          r'(\s*<div class="highlight-[\w-]+ notranslate"><div class="highlight"><pre>.*?</pre></div>\s*</div>\s*)'
+                          r'(\s*<div class="highlight-[\w-]+ notranslate">'
+                          r'<div class="highlight"><pre>.*?</pre></div>\s*</div>\s*)'
                           r'(</div>)', re.S)
 
 
@@ -648,7 +649,8 @@ def depart_image(self, node) -> None:
 # book's scripts, the same bytes as the English edition's. Its pages load the English edition's _static/ instead,
 # and the copy is removed when the build ends, but for the files that differ between the editions.
 
-# the edition's language (its search, its strings), and the translator's loader (tools/build_book.py zh_translator_loader)
+# the edition's language (its search, its strings), and the translator's loader (tools/build_book.py
+# zh_translator_loader)
 ZH_OWN_STATIC = ("documentation_options.js", "translations.js", "tl/tl-translator.js")
 _STATIC_URL = re.compile(r"^((?:\.\./)*)_static/([^?#]*)(.*)$", re.S)
 
@@ -721,8 +723,8 @@ SITE_ASSETS = Path(__file__).resolve().parent.parent / "site_assets"
 
 # scripts nothing on the first screen needs (Sphinx's keyboard shortcuts, search-word highlighting and their
 # Chinese, the copy buttons, sphinx-togglebutton), each written to start whenever it runs (they check
-# document.readyState): the page loads them after its first frame (static/tl-lazy.js), so a phone draws the first screen before it fetches and
-# runs them. Their type keeps the browser from loading them before.
+# document.readyState): the page loads them after its first frame (static/tl-lazy.js), so a phone draws the first screen
+# before it fetches and runs them. Their type keeps the browser from loading them before.
 AFTER_FIRST_FRAME = ("doctools.js", "sphinx_highlight.js", "translations.js", "clipboard.min.js", "copybutton.js",
                      "togglebutton.js")
 LATER_TYPE = "text/x-tl-after-first-frame"
@@ -756,7 +758,8 @@ def unblocked_scripts(app, pagename, templatename, context, doctree) -> None:
             attributes.pop("body", None)
             attributes.pop("type", None)
             scripts.append(_JavaScript(js.filename, priority=priority, type=LATER_TYPE, **attributes))
-        elif name and "async" not in attributes and "defer" not in attributes and attributes.get("type") in (None, "text/javascript"):
+        elif (name and "async" not in attributes and "defer" not in attributes
+              and attributes.get("type") in (None, "text/javascript")):
             attributes.pop("body", None)
             scripts.append(_JavaScript(js.filename, priority=priority, defer="defer", **attributes))
         else:
@@ -805,7 +808,7 @@ def lazy_explore_data(app, doctree, docname) -> None:
             continue
         up = "../" * docname.count("/")
 
-        def move(m):
+        def move(m, up=up):
             data = m.group(1)
             key = hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
             dest = Path(app.outdir) / "_data" / f"{key}.js"

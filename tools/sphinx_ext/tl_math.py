@@ -111,7 +111,9 @@ def _focusable(html: str) -> str:
     """A displayed formula scrolls sideways when it is wider than the column (MathJax's CSS): it takes the keyboard
     focus, as MathJax in the browser made every formula (tabindex="0"), so that a keyboard can scroll it
     (WCAG 2.1.1; axe-core's scrollable-region-focusable)."""
-    return html.replace("<mjx-container ", '<mjx-container tabindex="0" ', 1) if html.startswith("<mjx-container ") else html
+    if not html.startswith("<mjx-container "):
+        return html
+    return html.replace("<mjx-container ", '<mjx-container tabindex="0" ', 1)
 
 
 def visit_displaymath(self, node: nodes.math_block) -> None:

@@ -48,7 +48,8 @@ def fit_dictionary(pairs, reorder: bool) -> tuple[DictionaryTranslator, float]:
     return DictionaryTranslator(pairs, best, reorder), best
 
 
-def new_model(kind: str, data: TranslationData, seed: int = RECIPE.seed, config=None, gru: dict | None = None) -> torch.nn.Module:
+def new_model(kind: str, data: TranslationData, seed: int = RECIPE.seed, config=None,
+              gru: dict | None = None) -> torch.nn.Module:
     """An untrained model of ``kind`` ("transformer", "no_positions", "gru") for ``data``'s vocabularies.
 
     ``config`` (a TransformerConfig; default: the grammar recipe's) and ``gru`` (GRUTranslator's sizes; default
@@ -73,7 +74,8 @@ def train_model(kind: str, data: TranslationData, seed: int = RECIPE.seed, steps
 
     Transformers use the recipe's Adam and warm-up schedule; the GRU uses Adam at a constant :data:`GRU_LR`
     with gradients clipped to norm 1 (the warm-up schedule is tuned for the Transformer). ``threads`` CPU
-    threads train it (``None``: torch's setting); ``eval_fn`` / ``eval_every`` go to :func:`~transformer_lite.training.train`.
+    threads train it (``None``: torch's setting); ``eval_fn`` / ``eval_every`` go to
+    :func:`~transformer_lite.training.train`.
     """
     model = new_model(kind, data, seed)
     if kind == "gru":

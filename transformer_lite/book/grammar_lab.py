@@ -161,7 +161,8 @@ def systematic_split(seed: int = 0, k: int = 0, n_train: int = N_SYSTEMATIC_TRAI
     rng.shuffle(pairs)
     rest = [p for p in pairs if combination(*p) is None]
     if n_train > len(rest):
-        raise ValueError(f"n_train must be at most {len(rest)} (the pairs without a held-out combination), got {n_train}")
+        raise ValueError(f"n_train must be at most {len(rest)} (the pairs without a held-out combination), "
+                         f"got {n_train}")
     train, test = rest[:n_train], []
     for name in HELD_OUT:
         pool = [p for p in pairs if combination(*p) == name]
@@ -295,7 +296,8 @@ def run_swaps(log=print) -> dict:
                 r["examples"] = [[data.test_pairs[i][0], data.test_pairs[i][1], outputs[i], data.test_pairs[j][0],
                                   data.test_pairs[j][1], outputs[j]] for i, j in pairs[:4]]
             runs.append(r)
-            log(f"  swaps {kind:<13} seed {seed}: sentences {r['sentence_accuracy']:.3f}, pairs {r['pair_accuracy']:.3f},"
+            log(f"  swaps {kind:<13} seed {seed}: sentences {r['sentence_accuracy']:.3f}, "
+                f"pairs {r['pair_accuracy']:.3f},"
                 f" identical {r['identical_pairs']}/{r['n_pairs']} ({r['cpu_seconds']:.0f} s)")
         results[kind] = dict(_collect(runs, ("sentence_accuracy", "pair_accuracy", "identical_pairs", "cpu_seconds")),
                              at_most_one_right=[r["at_most_one_right"] for r in runs], examples=runs[0]["examples"])
@@ -321,7 +323,8 @@ def run_length(log=print, kinds=("transformer", "gru")) -> dict:
                 runs.append(r)
                 log(f"  length {kind:<12} k={k:<4} seed {seed}: {r['accuracy']:.3f} ({r['cpu_seconds']:.0f} s)")
             results[kind][str(k)] = dict(_collect(runs, ("accuracy", "too_short", "cpu_seconds")),
-                                         by_words={n: _stats([r["by_words"][n] for r in runs]) for n in runs[0]["by_words"]})
+                                         by_words={n: _stats([r["by_words"][n] for r in runs])
+                                                   for n in runs[0]["by_words"]})
     data = length_split(SEEDS[0])
     return dict(max_train_words=MAX_TRAIN_WORDS, min_test_words=MIN_TEST_WORDS, n_train=len(data.train_pairs),
                 n_test=len(data.test_pairs), ks=list(LONG_KS), steps=STEPS, results=results)
@@ -340,7 +343,8 @@ def run_systematic(log=print, kinds=("transformer", "gru")) -> dict:
                 r["by_combination"] = {n: sum(ok for ok, m in zip(r["right"], names) if m == n) / names.count(n)
                                        for n in HELD_OUT}
                 if k == 0 and seed == SEEDS[0]:
-                    r["errors"] = [[en, zh, o] for o, (en, zh), ok in zip(outputs, data.test_pairs, r["right"]) if not ok][:8]
+                    r["errors"] = [[en, zh, o] for o, (en, zh), ok in zip(outputs, data.test_pairs, r["right"])
+                                   if not ok][:8]
                 runs.append(r)
                 log(f"  systematic {kind:<12} k={k:<3} seed {seed}: {r['accuracy']:.3f} ({r['cpu_seconds']:.0f} s)")
             row = dict(_collect(runs, ("accuracy", "cpu_seconds")),
@@ -403,7 +407,8 @@ def run_curve(log=print, kinds=("transformer", "gru")) -> dict:
             for seed in SEEDS:
                 _, r = _run(kind, size_split(n, seed), seed, LONGER_STEPS)
                 runs.append(r)
-                log(f"  curve {kind:<12} n={n:<5} seed {seed}, {LONGER_STEPS} steps: {r['accuracy']:.3f} ({r['cpu_seconds']:.0f} s)")
+                log(f"  curve {kind:<12} n={n:<5} seed {seed}, {LONGER_STEPS} steps: "
+                    f"{r['accuracy']:.3f} ({r['cpu_seconds']:.0f} s)")
             longer[kind][str(n)] = _collect(runs, ("accuracy", "cpu_seconds"))
     return dict(sizes=list(SIZES), steps={str(n): s for n, s in CURVE_STEPS.items()}, n_test=N_CURVE_TEST,
                 results=results, longer=dict(sizes=list(LONGER_SIZES), steps=LONGER_STEPS, results=longer))

@@ -119,7 +119,8 @@ def catalog() -> dict[str, str]:
 
 
 def tr(english: str, **fields) -> str:
-    """``english`` in the current language (its Chinese when "zh" and the catalog has it), then ``.format(**fields)``."""
+    """``english`` in the current language (its Chinese when "zh" and the catalog has it), then
+    ``.format(**fields)``."""
     if not isinstance(english, str):
         raise TypeError(f"english must be a str, got {type(english).__name__}")
     text = catalog().get(english, english) if language() == "zh" else english
@@ -171,7 +172,8 @@ def _templates() -> tuple[dict, list]:
     """(literal English -> Chinese, [(pattern, literal length, Chinese template)]) of the checks' messages."""
     exact, patterns = {}, []
     for msgid, msgstr in catalog().items():
-        msgid, msgstr = msgid.strip(), msgstr.strip()  # a piece of a joined message (" Run your test…") is matched stripped
+        # a piece of a joined message (" Run your test…") is matched stripped
+        msgid, msgstr = msgid.strip(), msgstr.strip()
         pattern = _pattern(msgid)
         if pattern is None:
             exact[_literal(msgid)] = _literal(msgstr)

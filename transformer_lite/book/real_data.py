@@ -343,7 +343,7 @@ def split_pairs(pairs: Sequence[Pair] | None = None, dev_fraction: float = 0.1,
         name = min(pairs[i].chinese for i in members)
         by_level.setdefault(level, []).append((_stable_hash(name), members))
     split_of = {}
-    for level, groups in by_level.items():
+    for groups in by_level.values():
         groups.sort()
         n_test = round(len(groups) * fractions["test_fraction"])
         n_dev = round(len(groups) * fractions["dev_fraction"])

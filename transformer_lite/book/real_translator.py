@@ -175,7 +175,8 @@ def train_real_translator(recipe: RealRecipe | None = None, seed: int | None = N
     cpu = time.thread_time() - cpu
     with num_threads(threads):
         scores = evaluate(model, data, held_out=recipe.held_out)
-    report = dict(train_seconds=round(history.seconds, 2), cpu_seconds=round(cpu, 2), steps=recipe.steps, parameters=count_parameters(model),
+    report = dict(train_seconds=round(history.seconds, 2), cpu_seconds=round(cpu, 2), steps=recipe.steps,
+                  parameters=count_parameters(model),
                   loss=_loss_summary(history.loss), threads=used, torch=torch.__version__,
                   processor=_processor(), python=platform.python_version(),
                   recipe=dataclasses.asdict(recipe), scores=scores)
@@ -267,8 +268,8 @@ def evaluate(model, data: TranslationData, held_out: str = "test", examples: int
     hyps = [characters(" ".join(t for t in out.split() if t != "<unk>")) for out in outputs]
     refs = [characters(zh) for _, zh in data.test_pairs]
     result = _scores(hyps, refs)
-    result["by_level"] = {str(lv): _scores([h for h, l in zip(hyps, levels) if l == lv],
-                                           [r for r, l in zip(refs, levels) if l == lv])
+    result["by_level"] = {str(lv): _scores([h for h, level in zip(hyps, levels) if level == lv],
+                                           [r for r, level in zip(refs, levels) if level == lv])
                           for lv in sorted(set(levels))}
     buckets = [_bucket(len(en.split())) for en, _ in data.test_pairs]
     result["by_length"] = {b: _scores([h for h, x in zip(hyps, buckets) if x == b],
@@ -276,7 +277,7 @@ def evaluate(model, data: TranslationData, held_out: str = "test", examples: int
                            for b in dict.fromkeys(_bucket(lo) for lo, _ in LENGTH_BUCKETS) if b in buckets}
     counts, failures = Counter(), []
     shown = Counter()
-    for (en, zh), out, h, r in zip(data.test_pairs, outputs, hyps, refs):
+    for (en, _), out, h, r in zip(data.test_pairs, outputs, hyps, refs):
         if h == r:
             continue
         kinds = failure_kinds(en, data.src_vocab, h, r)
@@ -378,7 +379,8 @@ def measure_one(kind: str, seed: int, recipe: RealRecipe | None = None, data: Tr
     cpu = time.thread_time() - cpu
     scores = evaluate(model, data, held_out=recipe.held_out)
     return dict(kind=kind, seed=seed, steps=recipe.steps, parameters=count_parameters(model),
-                train_seconds=round(history.seconds, 2), cpu_seconds=round(cpu, 2), final_loss=_loss_summary(history.loss)["last50"],
+                train_seconds=round(history.seconds, 2), cpu_seconds=round(cpu, 2),
+                final_loss=_loss_summary(history.loss)["last50"],
                 **_brief(scores))
 
 

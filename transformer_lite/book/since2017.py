@@ -229,7 +229,8 @@ def train_lm(model: LanguageModel | ModernLM, ids: torch.Tensor, labels: torch.T
 
 
 def new_decoder_only(vocab_size: int, seed: int = 0, **sizes) -> LanguageModel:
-    """An untrained decoder-only translator (:data:`DECODER_ONLY`, overridden by ``sizes``), initialised with ``seed``."""
+    """An untrained decoder-only translator (:data:`DECODER_ONLY`, overridden by ``sizes``), initialised with
+    ``seed``."""
     check_positive_int("vocab_size", vocab_size)
     check_int("seed", seed)
     with torch.random.fork_rng(devices=[]):
@@ -276,7 +277,8 @@ def lm_translate(model: LanguageModel | ModernLM, vocab: Vocab, sentences: Seque
 
 
 def parameter_counts(data=None) -> dict:
-    """The two translators' parameters: the encoder-decoder's (chapter 13) and the decoder-only's (:data:`DECODER_ONLY`)."""
+    """The two translators' parameters: the encoder-decoder's (chapter 13) and the decoder-only's
+    (:data:`DECODER_ONLY`)."""
     data = grammar_lab.size_split(TRANSLATION_SIZES[0]) if data is None else data
     ed = count_parameters(new_model("transformer", data))
     do = count_parameters(new_decoder_only(len(joint_vocab())))
@@ -476,7 +478,7 @@ def tense_sentences() -> list[tuple[str, int]]:
     wrote, bought, ...); which ones are past is what unlabelled text can teach (they occur with "yesterday").
     Sentences whose stripped form would have two tenses ("i read books") are left out. In the grammar's order."""
     labels = {}
-    for en, zh in all_translation_pairs():
+    for en, _ in all_translation_pairs():
         words = en.split()
         if "have" in words or "has" in words or "is" in words:  # the have- and adjective-sentences: no tense
             continue
@@ -746,7 +748,8 @@ def assemble_blocks(by_kind: dict, steps: int = BLOCK_STEPS) -> dict:
     refs = [characters(zh) for _, zh in data.test_pairs]
     vocab_size = len(real_joint_vocab(data))
     results = {k: dict(bleu=_stats([r["bleu"] for r in rs]), chrf=_stats([r["chrf"] for r in rs]),
-                       final_loss=_stats([r["final_loss"] for r in rs]), first_loss=_stats([r["first_loss"] for r in rs]),
+                       final_loss=_stats([r["final_loss"] for r in rs]),
+                       first_loss=_stats([r["first_loss"] for r in rs]),
                        cpu_seconds=_stats([r["cpu_seconds"] for r in rs]), parameters=rs[0]["parameters"],
                        translations=[r["outputs"] for r in rs])
                for k, rs in by_kind.items()}

@@ -83,7 +83,9 @@ def gru_hidden_for(target: int, vocab_size: int = VOCAB) -> int:
     """The even GRU hidden width whose :class:`GRUTranslator` has the parameter count closest to ``target``."""
     check_positive_int("target", target)
     check_positive_int("vocab_size", vocab_size, minimum=5)
-    count = lambda h: count_parameters(_gru(h, vocab_size))  # grows with h: bisect over h = 2k
+    def count(h):  # grows with h: bisect over h = 2k
+        return count_parameters(_gru(h, vocab_size))
+
     lo, hi = 1, 2048  # in units of 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -118,7 +120,8 @@ def _check_clock(clock, device: torch.device) -> str:
     if clock not in CLOCKS:
         raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
     if clock == "cpu" and device.type != "cpu":
-        raise ValueError(f"clock='cpu' times the calling thread's CPU work, so the device must be the CPU, got {device}")
+        raise ValueError(f"clock='cpu' times the calling thread's CPU work, so the device must be the CPU, "
+                         f"got {device}")
     return clock
 
 
@@ -159,7 +162,8 @@ def training_throughput(kind: str, lengths: Sequence[int] = (8, 16, 32, 64, 128)
     For each length L: random source (B, L) and target sequences (B, L + 1: the decoder reads L tokens
     and predicts L), one warm-up step, then ``steps`` timed steps; the result is B * L divided by the
     median step time. The model is :func:`matched_models`' (fresh for every length, in training mode,
-    Adam with the paper's betas), on ``device``. ``clock``: see :func:`_step_seconds`. Returns ``{L: tokens per second}``.
+    Adam with the paper's betas), on ``device``. ``clock``: see :func:`_step_seconds`. Returns
+    ``{L: tokens per second}``.
     """
     _check_kind(kind)
     lengths, device = _check_run(lengths, batch_size, steps, device, seed, clock)

@@ -101,7 +101,8 @@ def _tokens(text: str, reading: str) -> list[str]:
     return _words(text)
 
 
-def read_english(text, vocab: Vocab, max_words: int, reading: str = "grammar") -> tuple[list[str], list[int], list[str]]:
+def read_english(text, vocab: Vocab, max_words: int,
+                 reading: str = "grammar") -> tuple[list[str], list[int], list[str]]:
     """Typed text -> ``(words, ids, unknown)``: the words the model reads, their ids, and the unknown ones.
 
     ``reading="grammar"``: lower-cases, puts a space around every ``?``, splits on whitespace.
@@ -347,7 +348,8 @@ def translator_box_html(model, data, examples, beam_size: int = 4, assets: str =
     model_opts = "".join(f'<option value="{k}"{" selected" if k == cell else ""}>{html.escape(tr(label))}</option>'
                          for k, label in SHIPPED.items())
     example_rows = "".join(
-        f'<div class="tl-tr-row tl-tr-examples" data-tl-model="{k}"{hidden(k)}><span>{html.escape(tr("Examples:"))}</span>'
+        '<div class="tl-tr-row tl-tr-examples" '
+        f'data-tl-model="{k}"{hidden(k)}><span>{html.escape(tr("Examples:"))}</span>'
         + "".join(f'<button type="button" class="tl-tr-example">{html.escape(e)}</button>' for e in ex) + "</div>"
         for k, (_, _, ex) in offered.items())
     word_lists = "".join(

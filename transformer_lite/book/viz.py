@@ -91,7 +91,8 @@ def _stack_to_numpy(layers, name: str, batch_index: int):
     import numpy as np
 
     if not isinstance(layers, (list, tuple)) or not layers:
-        raise TypeError(f"{name} must be a non-empty tuple of per-layer (B, H, L, L) tensors, got {type(layers).__name__}")
+        raise TypeError(f"{name} must be a non-empty tuple of per-layer (B, H, L, L) tensors, "
+                        f"got {type(layers).__name__}")
     out = []
     for i, a in enumerate(layers):
         if hasattr(a, "detach"):

@@ -12,9 +12,9 @@ A check does not raise on a wrong answer (the reader fixes it and runs the cell 
 ``TRANSFORMER_LITE_STRICT_EXERCISES=1``: then a wrong answer raises :class:`ExerciseError`, so the
 solution cell, which calls the same check, proves that every check accepts a right answer.
 
-The checks of chapter N live in ``chNN.py`` (chapter 13b in ``ch13b.py``, appendix A in ``appendix_a.py``), registered with
-:func:`exercise`; ``check.exercise_N_M`` imports the chapter's module on first use. Each check
-registers wrong answers it must reject (``tests/test_book_conventions.py`` runs them).
+The checks of chapter N live in ``chNN.py`` (chapter 13b in ``ch13b.py``, appendix A in ``appendix_a.py``), registered
+with :func:`exercise`; ``check.exercise_N_M`` imports the chapter's module on first use. Each check registers wrong
+answers it must reject (``tests/test_book_conventions.py`` runs them).
 """
 from __future__ import annotations
 
@@ -228,7 +228,8 @@ def close(answer, expected, name: str, hint: str | None = None, atol: float = 1e
     """Raise :class:`Wrong` unless ``answer`` equals ``expected`` (a tensor) within tolerance."""
     import torch
 
-    _traced(answer, name, page.close_rule(name, expected.detach().cpu(), atol, rtol, hint) if _TRACE is not None else {})
+    _traced(answer, name,
+            page.close_rule(name, expected.detach().cpu(), atol, rtol, hint) if _TRACE is not None else {})
     answer = tensor(answer, name, tuple(expected.shape))
     expected = expected.detach().cpu().to(answer.dtype) if answer.is_floating_point() else expected.detach().cpu()
     if not torch.allclose(answer.double(), expected.double(), atol=atol, rtol=rtol):
@@ -281,7 +282,8 @@ def predict(number: str, prediction) -> Verdict:
         _PREDICTIONS.pop(number, None)
         return Verdict(number, "wrong", e.message, kind="Prediction", page=static)
     _PREDICTIONS[number] = guess
-    return Verdict(number, "right", f"recorded: you predict {_show(guess)}. Now run the cells below." + " " + rule.rule(),
+    return Verdict(number, "right",
+                   f"recorded: you predict {_show(guess)}. Now run the cells below." + " " + rule.rule(),
                    kind="Prediction", page=static)
 
 

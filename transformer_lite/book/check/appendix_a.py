@@ -33,8 +33,10 @@ def exercise_A_1(my_broken, my_largest_change):
                     hint="run the suspect on one image at a time (a batch of 1), as a reader's single picture would "
                          "be; on a batch of 20 or 1000 the bug hides. Compare suspect(x) with suspect(x_swapped).")
     if my_broken.strip().lower() != "positions":
-        raise Wrong(f"with {my_broken!r} broken, swapping two patches would still move the dots' positions for the model.",
-                    hint="a model whose logits do not change when two patches trade places cannot tell where a patch is.")
+        raise Wrong(f"with {my_broken!r} broken, "
+                    "swapping two patches would still move the dots' positions for the model.",
+                    hint="a model whose logits do not change when two patches trade places "
+                         "cannot tell where a patch is.")
     return ("the suspect gives a swapped single image the same logits: it has no positions. Its tokens add "
             "self.pos[:, :x.shape[0]], sliced by the batch size instead of the sequence length.")
 

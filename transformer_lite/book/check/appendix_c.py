@@ -36,7 +36,8 @@ def _accumulated_grad(micro_batch_loss, pad_id=PAD):
 
 def _micro_loss_from(function):
     def run(logits, labels, pad_id, n_tokens):
-        return call(function, logits, labels, pad_id, n_tokens, name="my_micro_batch_loss(logits, labels, pad_id, n_tokens)")
+        return call(function, logits, labels, pad_id, n_tokens,
+                    name="my_micro_batch_loss(logits, labels, pad_id, n_tokens)")
     return run
 
 
@@ -50,7 +51,8 @@ def exercise_C_1(my_micro_batch_loss):
     got, expected = _accumulated_grad(_micro_loss_from(my_micro_batch_loss))
     close(got, expected, "the accumulated gradient", atol=1e-6, rtol=1e-5,
           hint="every non-pad token of the whole batch must weigh 1 / n_tokens: sum this micro-batch's token losses "
-               "(reduction='sum', ignore_index=pad_id) and divide by n_tokens, the non-pad tokens of ALL micro-batches.")
+               "(reduction='sum', ignore_index=pad_id) and divide by n_tokens, "
+               "the non-pad tokens of ALL micro-batches.")
     return ("two micro-batches of unequal lengths, accumulated with your loss, give exactly the gradient of the whole "
             "batch's token mean.")
 
@@ -70,8 +72,10 @@ def exercise_C_2(my_position_ids):
                     f"{tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__}.")
     real = ids != PAD
     if not torch.equal(got[real].long(), _expected_positions(ids, PAD)[real]):
-        raise Wrong("the real tokens do not get the positions 0, 1, 2, ... counted from each sentence's first real token.",
-                    hint="count only the real tokens: a running count of (ids != pad_id) along the sequence, minus one.")
+        raise Wrong("the real tokens do not get the positions 0, 1, 2, ... "
+                    "counted from each sentence's first real token.",
+                    hint="count only the real tokens: "
+                         "a running count of (ids != pad_id) along the sequence, minus one.")
     with torch.random.fork_rng():
         torch.manual_seed(0)
         model = tl.Transformer(20, 20, d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=1,
@@ -109,5 +113,7 @@ def exercise_C_3(my_mixes_batch):
         if bool(got) != mixes:
             raise Wrong(f"for {name} your test says {bool(got)}, but it does mix the sentences of a batch." if mixes
                         else f"for {name} your test says {bool(got)}, but it does not mix the sentences of a batch.",
-                        hint="feed a (B, T, D) batch, change only sentence 1, and see whether sentence 0's output moves.")
-    return "your behavioural test tells the default nn.MultiheadAttention (mixes) from batch_first=True and tl's (do not)."
+                        hint="feed a (B, T, D) batch, change only sentence 1, "
+                             "and see whether sentence 0's output moves.")
+    return ("your behavioural test tells the default nn.MultiheadAttention (mixes) "
+            "from batch_first=True and tl's (do not).")

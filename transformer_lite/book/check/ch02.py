@@ -174,7 +174,7 @@ def exercise_2_2(my_positional_encoding):
     return "your table equals tl.sinusoidal_positional_encoding for (50, 16), (20, 512) and (3, 2)."
 
 
-# ---- 2.3: the rotation M_k, fitted by least squares --------------------------------------------------------------------
+# ---- 2.3: the rotation M_k, fitted by least squares ------------------------------------------------------------------
 
 def _rotation(k: int, d_model: int) -> torch.Tensor:
     """M_k (D, D), float64: PE(pos + k) = M_k @ PE(pos), one 2x2 rotation by k·ω_i per pair."""

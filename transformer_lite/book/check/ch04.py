@@ -163,7 +163,8 @@ _KNOWN_MISTAKES = [
     (_heads_see_slices_of_x, "your heads attend over slices of x. Each head's queries are x W_i^Q: ALL D features of x "
                              "times head i's columns of W^Q (rows i*D_h to (i+1)*D_h - 1 of q_proj.weight). Only the "
                              "projected q, k and v are cut into heads."),
-    (_wo_rows, "W_i^O is the block of W^O that multiplies head i's columns. nn.Linear stores W^O transposed, (out, in), "
+    (_wo_rows,
+     "W_i^O is the block of W^O that multiplies head i's columns. nn.Linear stores W^O transposed, (out, in), "
                "so that block is columns i*D_h to (i+1)*D_h - 1 of out_proj.weight (transposed), not rows."),
     (_no_transpose, "the heads were merged without the transpose: rows mix different words."),
     (_no_output_projection, "the output projection W^O (and its bias) is missing."),

@@ -22,7 +22,8 @@ def _by_hand_unbiased():
     return 5.0, x.var().item(), (x - 5) / x.var().sqrt()
 
 
-@exercise("5.1", wrong=[_by_hand_unbiased, lambda: (5.0, 5.0, [-3.0, -1.0, 1.0, 3.0]), lambda: (5.0, 20.0, [-1, 0, 0, 1])])
+@exercise("5.1",
+          wrong=[_by_hand_unbiased, lambda: (5.0, 5.0, [-3.0, -1.0, 1.0, 3.0]), lambda: (5.0, 20.0, [-1, 0, 0, 1])])
 def exercise_5_1(my_mean, my_variance, my_output):
     x = torch.tensor([2.0, 4.0, 6.0, 8.0])
     number(my_mean, x.mean().item(), "my_mean", hint="the mean of the four numbers.")
@@ -178,7 +179,8 @@ def exercise_5_4(matches_nn_layer_norm, diagnosis):
     for name, module, expected in cases:
         with torch.random.fork_rng():  # the reader's random numbers stay as they were
             verdict = call(matches_nn_layer_norm, copy.deepcopy(module), name="matches_nn_layer_norm")
-        if not isinstance(verdict, (bool, torch.Tensor)) or (isinstance(verdict, torch.Tensor) and verdict.numel() != 1):
+        if (not isinstance(verdict, (bool, torch.Tensor))
+                or (isinstance(verdict, torch.Tensor) and verdict.numel() != 1)):
             raise Wrong(f"matches_nn_layer_norm should return True or False, got {verdict!r}.")
         if bool(verdict) != expected:
             hint = ("gamma = 1 and beta = 0, as every LayerNorm is built, hide some bugs: give the module random "

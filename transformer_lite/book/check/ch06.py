@@ -110,8 +110,10 @@ def exercise_6_3(my_padded_variance):
         values = torch.cat([real, torch.full((n_pad,), c, dtype=torch.float64)])
         p = n_pad / (n_real + n_pad)
         answer = call(my_padded_variance, mu, sigma2, p, c, name="my_padded_variance")
-        number(answer, values.var(correction=0).item(), f"my_padded_variance(mu={mu}, sigma2={sigma2}, p={p:.3g}, c={c})",
-               hint="Write the padded batch's mean, (1 − p)·mu + p·c, and its mean square, (1 − p)(sigma2 + mu²) + p·c², "
+        number(answer, values.var(correction=0).item(),
+               f"my_padded_variance(mu={mu}, sigma2={sigma2}, p={p:.3g}, c={c})",
+               hint="Write the padded batch's mean, (1 − p)·mu + p·c, and its mean square, "
+                    "(1 − p)(sigma2 + mu²) + p·c², "
                     "and subtract. With c = 0 you should get the chapter's (1 − p)·sigma2 + p(1 − p)·mu².")
     return "your formula matches the variance of real values plus constant padding in all four cases."
 
@@ -134,7 +136,8 @@ def _dims(answer) -> tuple:
             raise ValueError
     except (TypeError, ValueError):
         raise Wrong(f"my_dims should be a tuple of axes of the (B, T, D) batch such as (0, 2), got {answer!r}.",
-                    "Give the dims of the suspect's mean: 0 = batch (sentences), 1 = positions, 2 = features.") from None
+                    "Give the dims of the suspect's mean: "
+                    "0 = batch (sentences), 1 = positions, 2 = features.") from None
     if not all(-3 <= d <= 2 for d in dims):
         raise Wrong(f"a (B, T, D) batch has the axes 0, 1 and 2 (or -3 to -1), got {answer!r}.")
     return tuple(sorted({d % 3 for d in dims}))

@@ -47,9 +47,11 @@ def exercise_10_1(my_teacher_forcing):
         raise Wrong("decoder_input equals labels: the model would be asked to copy the token it reads.",
                     hint="shift by one position: labels[:, t] must be the token AFTER decoder_input[:, t].")
     if not torch.equal(got_in.long(), expected_in):
-        raise Wrong("decoder_input is not right.", hint="the decoder reads the target without its LAST token: tgt[:, :-1].")
+        raise Wrong("decoder_input is not right.",
+                    hint="the decoder reads the target without its LAST token: tgt[:, :-1].")
     if not torch.equal(got_labels.long(), expected_labels):
-        raise Wrong("labels are not right.", hint="the labels are the target without its FIRST token (<bos>): tgt[:, 1:].")
+        raise Wrong("labels are not right.",
+                    hint="the labels are the target without its FIRST token (<bos>): tgt[:, 1:].")
     return "decoder_input = tgt[:, :-1] and labels = tgt[:, 1:], as transformer_lite.training.teacher_forcing."
 
 
@@ -142,12 +144,14 @@ def _always_rescale(grads, max_norm):  # scales up small gradients too
 @exercise("10.3", wrong=[lambda: (_clip_each,), lambda: (_clip_values,), lambda: (_always_rescale,)])
 def exercise_10_3(my_clip):
     gen = torch.Generator().manual_seed(0)
-    grads = [torch.randn(4, 3, generator=gen), 5 * torch.randn(7, generator=gen), 0.1 * torch.randn(2, 2, generator=gen)]
+    grads = [torch.randn(4, 3, generator=gen), 5 * torch.randn(7, generator=gen),
+             0.1 * torch.randn(2, 2, generator=gen)]
     total = float(torch.cat([g.flatten() for g in grads]).norm())
     for max_norm, case in ((0.5 * total, "a joint norm above max_norm"), (2 * total, "a joint norm below max_norm")):
         got = call(my_clip, [g.clone() for g in grads], max_norm, name="my_clip(grads, max_norm)")
         if not isinstance(got, (list, tuple)) or len(got) != len(grads):
-            raise Wrong(f"my_clip should return a list of {len(grads)} tensors, one per gradient, got {type(got).__name__}.")
+            raise Wrong(f"my_clip should return a list of {len(grads)} tensors, one per gradient, "
+                        f"got {type(got).__name__}.")
         for i, (mine, ref) in enumerate(zip(got, _clip_reference(grads, max_norm))):
             close(tensor(mine, f"my_clip(...)[{i}]", tuple(ref.shape)), ref, f"my_clip(...)[{i}] for {case}",
                   atol=1e-5, rtol=1e-4,

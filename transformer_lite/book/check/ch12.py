@@ -41,7 +41,8 @@ def exercise_12_1(my_greedy_step):
         out = call(my_greedy_step, model, src, ys.clone(), name="my_greedy_step")
     out = tensor(out, "my_greedy_step(model, src, ys)", tuple(expected.shape)).long()
     if not torch.equal(out[:, :-1], ys):
-        raise Wrong("the first t columns of your output are not ys.", hint="append the new token: torch.cat([ys, next], dim=1).")
+        raise Wrong("the first t columns of your output are not ys.",
+                    hint="append the new token: torch.cat([ys, next], dim=1).")
     hint = "the next token is the argmax of the LAST position's logits of model(src, ys): logits[:, -1]."
     with torch.no_grad():
         if torch.equal(out, _first_position(model, src, ys)):
@@ -53,7 +54,7 @@ def exercise_12_1(my_greedy_step):
     return "your step appends argmax(logits[:, -1]) for every row: repeat it and you have greedy decoding."
 
 
-# ---- 12.2: the final choice among the finished hypotheses --------------------------------------------------------------
+# ---- 12.2: the final choice among the finished hypotheses ------------------------------------------------------------
 
 def _choose(finished, alpha, length=len, first=True, divide=True):
     best = None
@@ -129,7 +130,7 @@ def _not_renormalised(probs, p):
                          lambda: (lambda probs, p: probs,)])
 def exercise_12_3(my_top_p):
     g = torch.Generator().manual_seed(3)
-    for trial in range(4):
+    for _ in range(4):
         probs = torch.softmax(2 * torch.randn(12, generator=g, dtype=torch.float64), dim=0)
         for p in (1e-6, 0.5, 0.8, 0.9, 1.0):
             out = call(my_top_p, probs.clone(), p, name="my_top_p")
@@ -145,7 +146,7 @@ def exercise_12_3(my_top_p):
     return "your top-p keeps the smallest set of most probable tokens with mass >= p, renormalised, for every p tried."
 
 
-# ---- 12.4: one step of beam search, by hand ----------------------------------------------------------------------------
+# ---- 12.4: one step of beam search, by hand --------------------------------------------------------------------------
 
 LIVE = {"B": -0.4, "C": -0.6, "D": -0.9}   # the k = 3 live hypotheses after step 2: name -> log P
 NEXT_LOG_P = {"B": {"x": -0.3, "y": -0.85, "<eos>": -1.6}, "C": {"x": -0.2, "y": -1.1, "<eos>": -0.25},

@@ -119,7 +119,8 @@ def exercise_13_2(my_index):
     log_p = _first_100_log_probs()
     expected = int(log_p.argmin())
     if index != expected:
-        hint = ("that is the sentence the model is MOST sure of: you want the smallest log P." if index == int(log_p.argmax())
+        hint = ("that is the sentence the model is MOST sure of: you want the smallest log P."
+                if index == int(log_p.argmax())
                 else "indices count from 0, as in data.test_pairs[i]." if index == expected + 1
                 else "decode the first 100 held-out sentences greedily, score the outputs with sequence_log_prob "
                      "(log P of the whole output, <eos> included) and take the argmin.")
@@ -160,7 +161,8 @@ def exercise_13_3(my_counts):
                     hint="loop over data.test_pairs, keep the pairs with 明天 among the Chinese words, one count each.")
     if given != expected:
         raise Wrong("the counts are not right.",
-                    hint="use the LAST layer's cross-attention, averaged over the heads, with the teacher-forced decoder "
+                    hint="use the LAST layer's cross-attention, averaged over the heads, "
+                         "with the teacher-forced decoder "
                          "input data.test_tgt[:, :-1] = <bos> + words. Row t of it PREDICTS word t (row 0, <bos>, "
                          "predicts the first word), so the row for 明天 is zh.split().index('明天'), not one more. "
                          "Take the argmax over the real English words only.")

@@ -34,7 +34,8 @@ def _corpus_bleu() -> float:
 
 @exercise("13b.1", wrong=[lambda: (_corpus_bleu(),),                                       # the corpus score itself
                           lambda: (sum(_sentence_bleus()) / len(_sentence_bleus()) / 100,),  # 0-1, not 0-100
-                          lambda: (sum(_sentence_bleus()) / max(1, sum(b > 0 for b in _sentence_bleus())),)])  # zeros left out
+                          # zeros left out
+                          lambda: (sum(_sentence_bleus()) / max(1, sum(b > 0 for b in _sentence_bleus())),)])
 def exercise_13b_1(mean_sentence_bleu):
     scores = _sentence_bleus()
     expected = sum(scores) / len(scores)

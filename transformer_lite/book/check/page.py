@@ -12,8 +12,8 @@ The book's build executes every chapter with ``TRANSFORMER_LITE_STATIC=1`` (:fun
   same way; for an exercise whose answer is code, it says so and links to the cell in Colab.
 
 tools/sphinx_ext/static/tl-check.js brings these to life. Every text it shows comes from here, in the package's
-language (its catalog, locale/zh_CN.po), written once with the prediction's field (:func:`texts`). Without JavaScript the outputs read as in
-Jupyter. Nothing here is shown in Jupyter or Colab, where the cells run.
+language (its catalog, locale/zh_CN.po), written once with the prediction's field (:func:`texts`). Without JavaScript
+the outputs read as in Jupyter. Nothing here is shown in Jupyter or Colab, where the cells run.
 """
 from __future__ import annotations
 
@@ -94,14 +94,20 @@ def predict_html(prediction) -> str:
     field_id = f"tl-predict-{prediction.number}-{n}".replace(".", "-")
     label = html.escape(tr("Your prediction"))
     if prediction.kind == "choice":
-        options = "".join(f'<option value="{html.escape(c)}">{html.escape(_show(c))}</option>' for c in prediction.choices)  # i18n: data (HTML)
-        field = (f'<select id="{field_id}" class="tl-ask-field"><option value="">{html.escape(tr("choose"))}</option>'  # i18n: data (HTML)
+        # i18n: data (HTML)
+        options = "".join(f'<option value="{html.escape(c)}">{html.escape(_show(c))}</option>'
+                          for c in prediction.choices)
+        # i18n: data (HTML)
+        field = (f'<select id="{field_id}" class="tl-ask-field"><option value="">{html.escape(tr("choose"))}</option>'
                  f'{options}</select>')
     else:
-        field = (f'<input id="{field_id}" class="tl-ask-field" type="text" inputmode="decimal" autocomplete="off" '  # i18n: data (HTML)
+        # i18n: data (HTML)
+        field = (f'<input id="{field_id}" class="tl-ask-field" type="text" inputmode="decimal" autocomplete="off" '
                  f'spellcheck="false" size="10">')
-    return (f'<div class="tl-ask tl-ask-predict" hidden data-tl-number="{html.escape(prediction.number)}" '  # i18n: data (HTML)
-            f'data-tl-rule="{_json_attr(prediction.page())}" data-tl-ask="{_json_attr(translate_message(prediction.ask()))}" '
+    # i18n: data (HTML)
+    return (f'<div class="tl-ask tl-ask-predict" hidden data-tl-number="{html.escape(prediction.number)}" '
+            f'data-tl-rule="{_json_attr(prediction.page())}" '
+            f'data-tl-ask="{_json_attr(translate_message(prediction.ask()))}" '
             f'data-tl-said="{_json_attr(translate_message(prediction.rule()))}">'
             f'<label for="{field_id}">{label} {html.escape(prediction.number)}</label> {field} '
             f'<button type="button" class="tl-ask-go">{html.escape(tr("Record"))}</button></div>{texts()}')
@@ -119,7 +125,8 @@ def reveal_html(prediction, measured) -> str:
         raise TypeError(f"measured should be a finite number or a str for prediction {prediction.number}, "
                         f"got {measured!r}")
     data = dict(prediction.page(), measured=value, shown=_show(measured))
-    return (f'<div class="tl-ask tl-ask-reveal" hidden data-tl-number="{html.escape(prediction.number)}" '  # i18n: data (HTML)
+    # i18n: data (HTML)
+    return (f'<div class="tl-ask tl-ask-reveal" hidden data-tl-number="{html.escape(prediction.number)}" '
             f'data-tl-measured="{_json_attr(data)}">'
             f'<button type="button" class="tl-ask-go">{html.escape(tr("Reveal what the build measured"))}</button>'
             '</div>')

@@ -59,7 +59,8 @@ class Prediction:
     def ask(self) -> str:
         """What to write, and when it counts as right (the predict cell's output before a guess)."""
         if self.kind == "choice":
-            return f"Write one of {', '.join(map(repr, self.choices))}: it counts as right when it is what the cell measures."
+            return (f"Write one of {', '.join(map(repr, self.choices))}: "
+                    "it counts as right when it is what the cell measures.")
         if self.kind == "count":
             if not self.abs:
                 return "Write a whole number: it counts as right only when it is exactly what the cell measures."
