@@ -67,5 +67,16 @@ def test_the_pre_commit_hooks_are_valid_local_and_cover_both_editions():
 
     for path in NOTEBOOKS:
         assert re.search(strip["files"], path.relative_to(ROOT).as_posix()), path
+    requirements = (ROOT / "requirements.in").read_text(encoding="utf-8")
     for hook in hooks.values():
-        assert (ROOT / hook["entry"].split()[1]).exists(), hook["entry"]
+        program, *args = hook["entry"].split()
+        assert program.startswith(".venv/bin/"), hook["entry"]  # the project's venv: nothing installed for the hook
+        if Path(program).name == "python":
+            assert (ROOT / args[0]).exists(), hook["entry"]  # a script of the repository
+        else:  # a tool of the locked toolchain
+            assert re.search(rf"^{re.escape(Path(program).name)}==", requirements, re.M), hook["entry"]
+    # the linter's hook sees the linter's scope (pyproject.toml [tool.ruff]) and not the notebooks
+    ruff = hooks["ruff"]
+    for path in ("transformer_lite/model.py", "tools/build_book.py", "tests/conftest.py", "benchmarks/run.py"):
+        assert re.search(ruff["files"], path) and "python" in ruff["types"], path
+    assert not any(re.search(ruff["files"], p.relative_to(ROOT).as_posix()) for p in NOTEBOOKS)
