@@ -65,6 +65,7 @@ NOT_THE_PACKAGE = {
     "tests/test_notices.py": "the site's licences page, at the versions of the site's packages and npm assets",
     "tests/test_repository.py": "the repository's address in the sources and the built site",
     "tests/test_oldest_torch.py": "this runner's own checks, against the site build's environment (PyYAML)",
+    "tests/test_lint.py": "the sources' lint: ruff, a dev tool of the toolchain (CI=true fails without it)",
 }
 # Single tests of files that otherwise test the package: each asserts something of `.venv`'s toolchain that the
 # oldest venv deliberately differs in.
