@@ -5,11 +5,12 @@ HOME and cache; live controls: no ``TRANSFORMER_LITE_STATIC``), on a temporary C
 ``notebooks/`` so that no checkpoints or outputs land in the repository, and drives Debian's
 Chromium through Playwright (no browser download). One server for every chapter here:
 
-* chapter 2 (an ``explore`` slider and drop-down): Run All Cells, every code cell gets an execution
-  count and none writes an error (checked on the page and in the notebook saved by File > Save),
-  moving the slider and picking another drop-down value redraw the figure below them;
-* chapter 13 (the translator): Run All Cells, no error, the bertviz views draw their SVG, the
-  ``explore`` controls redraw, and typing a sentence into the translator box translates it.
+* chapter 13 (the translator): Run All Cells, every code cell gets an execution count and none writes an error
+  (checked on the page and in the notebook saved by File > Save), the bertviz views draw their SVG, moving an
+  ``explore`` slider and picking another drop-down value redraw the figure below them, and typing a sentence into
+  the translator box translates it. (Chapter 2 ran here too, for its slider and drop-down alone: the same widgets
+  the same code draws, checked twice; it runs with live controls in the portability run.)
+* chapter 12: Run All Cells, no error, with live controls.
 * appendix C in Chinese (notebooks/zh/): a link to one of its sections scrolls to the heading, a link to a
   section of chapter 7 opens chapter 7 (at its top: JupyterLab scrolls before laying the new notebook out) and,
   clicked again, shows the section; the same in the English notebooks (both editions put <div id="slug"></div>
@@ -378,18 +379,6 @@ def _explore_controls_redraw(page: Page, box):
     current = select.evaluate("s => s.options[s.selectedIndex].text")
     select.select_option(label=next(o for o in options if o != current))
     page.wait_changed(figure, second, "the figure after picking another drop-down value")
-
-
-def test_explore_controls_redraw_in_chapter_2(lab, browser):
-    page = Page(browser, lab, "02_positional_encoding.ipynb")
-    try:
-        page.run_all()
-        page.check_clean()
-        _explore_controls_redraw(page, page.explore_box())
-        page.check_clean()
-    finally:
-        page.close()
-        _quietly(lab.shutdown_kernels)
 
 
 def test_translator_chapter_13_is_live(lab, browser):
