@@ -1,0 +1,259 @@
+"""The reader's own sentence through every layer of a shipped translator: one trace, one source of truth.
+
+:func:`trace` runs a shipped translator (``"grammar"``: chapter 13's, ``"real"``: chapter 13b's, see
+:data:`~transformer_lite.book.translate.SHIPPED`) on an English sentence and returns every intermediate
+tensor as a JSON-ready dict: nested lists of floats, ints and strings, no tensors. The numbers are the
+model's own: the trace calls ``model.encode`` and ``model.decode`` (with ``return_attention=True``) and
+reads the sub-modules through forward hooks; the steps inside one attention are those of the package's
+own :func:`~transformer_lite.attention.scaled_dot_product_attention` (``return_steps=True``), fed the
+projections of the module's own ``q_proj``/``k_proj``/``v_proj`` and the mask the module merged. Nothing
+here re-implements a layer. The browser's explainer computes the same keys and is checked against this.
+
+Shape letters as everywhere in the book: S source tokens, T target tokens, D model width, H heads,
+D_h = D / H the width of a head, d_ff the FFN's hidden width. Both shipped translators are Post-LN (the
+paper's layout): each sub-block is ``x = LayerNorm(x + Sublayer(x))``.
+
+The keys:
+
+* ``key``, ``text``, ``k``: the arguments. ``config``: ``d_model`` (D), ``nhead`` (H), ``head_dim``
+  (D_h), ``dim_feedforward`` (d_ff), ``num_encoder_layers``, ``num_decoder_layers``, ``activation``,
+  ``norm_first``, ``embedding_scale`` (sqrt(D)) and ``attention_scale`` (1 / sqrt(D_h)).
+* ``src_tokens`` (S strings): the words the model reads, as the translator box reads them
+  (:func:`~transformer_lite.book.translate.read_english`); ``src_ids``; ``unknown``: the words read as
+  ``<unk>``. ``tgt_tokens`` (T strings) and ``tgt_ids``: the greedy translation, up to and including
+  ``<eos>``, as :func:`~transformer_lite.decoding.greedy_decode` gives it (the box's greedy line).
+  ``decoder_input_tokens`` (T): ``<bos>`` and the greedy output shifted right: the decoder reads row t
+  and predicts ``tgt_tokens[t]`` (teacher forcing on the model's own output, chapter 10).
+* ``embedding`` (chapters 1 and 2), for the source: ``token`` (S, D), the embedding row times sqrt(D);
+  ``position`` (S, D), the positional encoding of each position; ``sum`` (S, D), their sum, the encoder's
+  input. ``target_embedding``: the same three for the decoder's input (T, D).
+* ``encoder``: one dict per layer, with
+  ``attention`` (H, S, S), each head's attention weights as the module returned them (row = query token,
+  column = key token; chapter 3's step 4, the softmax over the keys);
+  ``attention_steps``, chapter 3's six steps and chapter 4's heads: ``q``, ``k``, ``v`` (H, S, D_h)
+  (step 1, the projections split into heads), ``scores`` (H, S, S) = Q K^T (step 2), ``scaled`` (H, S, S) =
+  scores / sqrt(D_h) (step 3), ``mask`` (S, S) of 0/1 with 1 = may not attend (chapter 7; the masked scores
+  are ``scaled`` with -inf where the mask is 1: -inf has no JSON), ``heads`` (H, S, D_h) = weights @ V
+  (steps 5 and 6), ``output`` (S, D) = Concat(heads) W_O + b_O (chapter 4);
+  ``norm1``: chapter 5's first Add & Norm, ``input`` (S, D) = x + MultiHead(x), ``output`` (S, D) =
+  LayerNorm of it; ``ffn``: ``hidden`` (S, d_ff) = activation(x W1 + b1), the FFN's activations, and
+  ``output`` (S, D) = hidden W2 + b2; ``norm2``: the second Add & Norm (``input`` = x + FFN(x)).
+  The residual stream is written once: layer i reads ``embedding["sum"]`` (i = 0) or layer i-1's
+  ``norm2["output"]``, and its own output is its ``norm2["output"]``.
+* ``memory`` (S, D): the encoder's output, what every cross-attention reads as keys and values.
+* ``decoder``: one dict per layer, teacher-forced on the greedy output, reading
+  ``target_embedding["sum"]`` or the previous layer's ``norm3["output"]``, with
+  ``self_attention`` (H, T, T), the masked self-attention (the causal mask: weight 0 on later tokens),
+  and its ``self_attention_steps`` (as ``attention_steps``, T for S); ``norm1``;
+  ``cross_attention`` (H, T, S), queries from the decoder, keys and values from ``memory`` (chapter 9),
+  and its ``cross_attention_steps`` (``q`` (H, T, D_h); ``k``, ``v`` (H, S, D_h); ``scores``, ``scaled``
+  (H, T, S); ``mask`` (T, S)); ``norm2``; ``ffn``; ``norm3`` (its ``output`` is the layer's output).
+* ``decoder_output`` (T, D): what the output projection (D -> V) reads (the last layer's output, after
+  the stack's final LayerNorm when the model has one).
+* ``steps`` (T lists of ``k`` pairs): at each decoding step, the ``k`` most probable next tokens as
+  ``[token, probability]``, most probable first (the softmax of ``decoder_output`` W_out^T + b: chapter 9's
+  last two boxes). Row t's first token is ``tgt_tokens[t]``: greedy decoding takes it.
+
+Size (what a browser has to parse): floats are rounded to :data:`DECIMALS` decimals (float32 keeps about 7
+significant digits; most values here are of order 0.1 to 10, so rounding changes each by at most 5e-7 and
+the logits rebuilt from ``decoder_output`` stay within 1e-5 of the model's). There are no logits over the
+whole vocabulary (V is 1,000s wide): only the top ``k``. The FFN's activations are kept whole (d_ff is 128
+or 256 here), and nothing is written twice. A trace holds 3 H Q K + Q K + 3 Q D + 2 K D numbers per
+attention (Q queries, K keys), 4 S D per encoder layer and 6 T D per decoder layer for the Add & Norms,
+S (d_ff + D) or T (d_ff + D) per layer for the FFN, and 4 (S + T) D for the embeddings, ``memory`` and
+``decoder_output``: about 10 bytes each in ``json.dumps``. A typical sentence
+(4-12 words) is 0.25-0.45 MB for the grammar translator (D = 64) and 0.6-1.2 MB for the real one
+(D = 128); the longest the box accepts (S = 64 words, T = 20 tokens) stays under :data:`MAX_JSON_BYTES`
+(7 MB) at 13 bytes a number. ``tests/test_explain.py`` checks the count and the bound.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+
+import torch
+
+from .._checks import check_positive_int
+from ..attention import merge_head_masks, scaled_dot_product_attention, split_heads
+from ..data import BOS, EOS
+from ..decoding import greedy_decode
+from .translate import MAX_NEW_TOKENS, TOP_K, _check_key, _until_eos, read_english, reading_of, shipped_translator
+
+DECIMALS = 6  # decimals kept of every float: see the module's docstring
+MAX_JSON_BYTES = 7_000_000  # json.dumps(trace(...)) of any sentence the box accepts (64 words in, 20 out), at most
+
+__all__ = ["trace", "DECIMALS", "MAX_JSON_BYTES"]
+
+
+@functools.cache
+def _shipped(key: str):
+    """The shipped translator ``key`` as ``(model, data)``, loaded once per process (the trace never changes it)."""
+    return shipped_translator(key)
+
+
+def _floats(x: torch.Tensor) -> list:
+    """A tensor as nested lists of Python floats, rounded to DECIMALS (JSON has no tensors, and fewer digits
+    keep a trace small)."""
+    flat = [round(v, DECIMALS) for v in x.detach().double().flatten().tolist()]
+    if x.dim() == 0:
+        return flat[0]
+    for size in reversed(x.shape[1:]):
+        flat = [flat[i:i + size] for i in range(0, len(flat), size)]
+    return flat
+
+
+def _attention_hook(store: list):
+    """A forward hook for a MultiHeadAttention: the six steps of its one call, from the module's own parts."""
+
+    def hook(module, args, kwargs, output):
+        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        if a["cache"] is not None:
+            raise RuntimeError("trace reads attention without a key/value cache")
+        q = split_heads(module.q_proj(a["query"]), module.nhead)  # (B, T, D) -> (B, H, T, D_h)
+        k = split_heads(module.k_proj(a["key"]), module.nhead)  # (B, S, D) -> (B, H, S, D_h)
+        v = split_heads(module.v_proj(a["value"]), module.nhead)
+        mask = merge_head_masks(a["attn_mask"], a["key_padding_mask"], q, k)  # broadcasts to (B, H, T, S)
+        steps = scaled_dot_product_attention(q, k, v, mask, return_steps=True)
+        T, S = q.shape[2], k.shape[2]
+        if mask is None:
+            blocked = torch.zeros(T, S, dtype=torch.bool)
+        else:  # the model's masks are the same for every head: the first head's (T, S) says it
+            first = torch.broadcast_to(mask, (1, module.nhead, T, S))[0, 0]
+            blocked = first if mask.dtype == torch.bool else torch.isneginf(first)
+        out, weights = output
+        store.append(dict(
+            weights=weights[0],  # what the module returned: (H, T, S)
+            steps=dict(q=q[0], k=k[0], v=v[0], scores=steps.scores[0], scaled=steps.scaled[0],
+                       mask=blocked.int().tolist(), heads=steps.output[0],
+                       output=out[0])))
+
+    return hook
+
+
+def _io_hook(store: list):
+    """A forward hook that keeps a module's input and output (a LayerNorm's)."""
+
+    def hook(module, args, output):
+        store.append(dict(input=args[0][0], output=output[0]))
+
+    return hook
+
+
+def _ffn_hook(store: list):
+    """A forward hook for a FeedForward: its hidden activations, from its own linear1 and activation."""
+
+    def hook(module, args, output):
+        store.append(dict(hidden=module.activation(module.linear1(args[0]))[0], output=output[0]))
+
+    return hook
+
+
+def _embedding(embed, positions, ids: torch.Tensor) -> dict:
+    """The scaled token embeddings, the position vectors and their sum, from the model's own modules."""
+    token = embed(ids)  # (1, L) -> (1, L, D), times sqrt(D)
+    summed = positions(token)  # + the positional encoding (eval mode: no dropout)
+    L = ids.shape[1]
+    if hasattr(positions, "pe"):
+        position = positions.pe[:L]  # the sinusoidal table (L, D)
+    else:
+        position = positions.position(torch.arange(L))  # learned positions (L, D)
+    return dict(token=_floats(token[0]), position=_floats(position), sum=_floats(summed[0]))
+
+
+def _steps_json(steps: dict) -> dict:
+    return {name: value if name == "mask" else _floats(value) for name, value in steps.items()}
+
+
+def trace(key: str, text: str, k: int = TOP_K) -> dict:
+    """Every intermediate of shipped translator ``key`` on ``text``: a JSON-ready dict (the module's docstring
+    lists its keys and shapes; the floats are rounded to :data:`DECIMALS` decimals).
+
+    ``key``: ``"grammar"`` or ``"real"``; ``text``: an English sentence, read as the translator box reads it;
+    ``k``: how many next-token candidates each entry of ``steps`` lists. Raises ``TypeError``/``ValueError``
+    naming the argument for another key, a non-str or wordless text (or one longer than the model reads),
+    and ``k`` < 1.
+    """
+    _check_key(key)
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str (an English sentence), got {type(text).__name__}")
+    if not text.strip():
+        raise ValueError(f"text must hold an English sentence, got {text!r}")
+    check_positive_int("k", k)
+    model, data = _shipped(key)
+    if model.config.norm_first:
+        raise ValueError("trace reads Post-LN layers (the shipped translators'), got a Pre-LN model")
+    words, ids, unknown = read_english(text, data.src_vocab, model.max_len, reading_of(data))
+    src = torch.tensor([ids])  # (1, S)
+    greedy = _until_eos(greedy_decode(model, src, MAX_NEW_TOKENS, BOS, EOS)[0, 1:].tolist())  # the box's greedy
+    ys_in = torch.tensor([[BOS] + greedy[:-1]])  # (1, T): row t predicts greedy[t]
+
+    enc_attn, dec_self, dec_cross, norms, ffns = [], [], [], {}, {}
+    handles = []
+    for i, layer in enumerate(model.encoder.layers):
+        handles.append(layer.self_attn.register_forward_hook(_attention_hook(enc_attn), with_kwargs=True))
+        for n in ("norm1", "norm2"):
+            handles.append(getattr(layer, n).register_forward_hook(_io_hook(norms.setdefault(("enc", i, n), []))))
+        handles.append(layer.ff.register_forward_hook(_ffn_hook(ffns.setdefault(("enc", i), []))))
+    for i, layer in enumerate(model.decoder.layers):
+        handles.append(layer.self_attn.register_forward_hook(_attention_hook(dec_self), with_kwargs=True))
+        handles.append(layer.multihead_attn.register_forward_hook(_attention_hook(dec_cross), with_kwargs=True))
+        for n in ("norm1", "norm2", "norm3"):
+            handles.append(getattr(layer, n).register_forward_hook(_io_hook(norms.setdefault(("dec", i, n), []))))
+        handles.append(layer.ff.register_forward_hook(_ffn_hook(ffns.setdefault(("dec", i), []))))
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            memory, _ = model.encode(src, return_attention=True)
+            decoder_output = []
+            handles.append(model.output_projection.register_forward_hook(
+                lambda m, args, out: decoder_output.append(args[0][0])))
+            logits, _, _ = model.decode(ys_in, memory, src=src, return_attention=True)  # (1, T, V)
+            embedding = _embedding(model.src_embed, model.src_pos, src)
+            target_embedding = _embedding(model.tgt_embed, model.tgt_pos, ys_in)
+    finally:
+        for h in handles:
+            h.remove()
+        model.train(was_training)
+
+    def norm(side, i, n):
+        (rec,) = norms[(side, i, n)]  # one call per trace
+        return dict(input=_floats(rec["input"]), output=_floats(rec["output"]))
+
+    def ffn(side, i):
+        (rec,) = ffns[(side, i)]
+        return dict(hidden=_floats(rec["hidden"]), output=_floats(rec["output"]))
+
+    encoder = []  # the hooks' records are in call order: one per layer
+    for i, a in enumerate(enc_attn):
+        encoder.append(dict(
+            attention=_floats(a["weights"]), attention_steps=_steps_json(a["steps"]),
+            norm1=norm("enc", i, "norm1"), ffn=ffn("enc", i), norm2=norm("enc", i, "norm2")))
+    decoder = []
+    for i, (s, c) in enumerate(zip(dec_self, dec_cross)):
+        decoder.append(dict(
+            self_attention=_floats(s["weights"]), self_attention_steps=_steps_json(s["steps"]),
+            norm1=norm("dec", i, "norm1"),
+            cross_attention=_floats(c["weights"]), cross_attention_steps=_steps_json(c["steps"]),
+            norm2=norm("dec", i, "norm2"), ffn=ffn("dec", i), norm3=norm("dec", i, "norm3")))
+    probs = torch.softmax(logits[0].float(), dim=-1)  # (T, V)
+    p, top = probs.topk(min(k, probs.shape[-1]), dim=-1)
+    itos = data.tgt_vocab.itos
+    steps = [[[itos[j], round(q, DECIMALS)] for j, q in zip(row_i, row_p)] for row_i, row_p in
+             zip(top.tolist(), p.double().tolist())]
+    c = model.config
+    return dict(
+        key=key, text=text, k=k,
+        config=dict(d_model=c.d_model, nhead=c.nhead, head_dim=c.d_model // c.nhead,
+                    dim_feedforward=c.dim_feedforward, num_encoder_layers=c.num_encoder_layers,
+                    num_decoder_layers=c.num_decoder_layers, activation=c.activation, norm_first=c.norm_first,
+                    embedding_scale=model.src_embed.scale, attention_scale=1 / math.sqrt(c.d_model // c.nhead)),
+        src_tokens=words, src_ids=ids, unknown=unknown,
+        tgt_tokens=[itos[i] for i in greedy], tgt_ids=greedy,
+        decoder_input_tokens=[itos[i] for i in ys_in[0].tolist()],
+        embedding=embedding, encoder=encoder, memory=_floats(memory[0]),
+        target_embedding=target_embedding, decoder=decoder, decoder_output=_floats(decoder_output[0]),
+        steps=steps)
