@@ -9,5 +9,8 @@ the chapters need around it, and it needs matplotlib, ipywidgets, IPython and be
 * :mod:`.runtime`: the book's seed and thread count (``TRANSFORMER_LITE_SEED`` / ``_THREADS``);
 * :mod:`.interactive`: controls that work live in Jupyter and on the static page;
 * :mod:`.plotting` and :mod:`.viz`: figures and bertviz attention views;
-* :mod:`.pretrained`: the trained translator that ships in ``assets/``.
+* :mod:`.pretrained`: the trained translator that ships in ``assets/``;
+* :mod:`.translate`: the translator box (type English, see the translation);
+* :mod:`.explain`: ``trace(key, text)``, a shipped translator's every intermediate for one sentence,
+  as JSON-ready lists (the source of truth for the explainer).
 """
