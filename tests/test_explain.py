@@ -118,7 +118,7 @@ def test_attention_rows_sum_to_one_and_give_masked_keys_nothing(key, i):
         torch.testing.assert_close(scaled, t(steps["scores"]) * tr["config"]["attention_scale"], rtol=0, atol=TOL)
         torch.testing.assert_close(torch.softmax(scaled.masked_fill(mask, float("-inf")), -1), w, rtol=0, atol=TOL)
         torch.testing.assert_close(w @ t(steps["v"]), t(steps["heads"]), rtol=0, atol=TOL)  # steps 5 and 6
-    assert S > 0
+    assert len(maps) == len(tr["encoder"]) + 2 * len(tr["decoder"]) and S > 0
 
 
 def _model(key):
@@ -233,6 +233,8 @@ def test_k_sets_the_candidates_and_the_trace_leaves_no_hook_behind(key):
     tr = traced(key, sentences(key)[0], k=1)
     assert all(len(row) == 1 for row in tr["steps"])
     assert [row[0][0] for row in tr["steps"]] == tr["tgt_tokens"]
+    assert {name: v for name, v in tr.items() if name not in ("k", "steps")} == \
+        {name: v for name, v in traced(key, sentences(key)[0]).items() if name not in ("k", "steps")}
     model = _model(key)
     assert not any(m._forward_hooks for m in model.modules())
 
@@ -292,6 +294,7 @@ def test_the_trace_is_json_and_its_size_is_bounded(key):
     (dict(key="grammar", text=None), TypeError, "text"),
     (dict(key="grammar", text=""), ValueError, "text"),
     (dict(key="real", text="   "), ValueError, "text"),
+    (dict(key="grammar", text="apple " * 65), ValueError, "text has 65 words"),
     (dict(key="grammar", text="hello", k=0), ValueError, "k"),
     (dict(key="grammar", text="hello", k=2.0), TypeError, "k"),
     (dict(key="grammar", text="hello", k=True), TypeError, "k"),
