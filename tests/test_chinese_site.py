@@ -240,6 +240,62 @@ def test_the_chinese_pass_runs_in_chinese_into_its_own_cache():
         Path(bb.build_env(ROOT / "_build" / ".ipython")["TRANSFORMER_LITE_IMPORT_LOG"])
 
 
+# ---------------------------------------------------------------- the theme's own words (no build)
+
+THEME_PO = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "booktheme.po"
+
+
+def _theme_locales() -> Path:
+    import sphinx_book_theme
+
+    return Path(sphinx_book_theme.__file__).parent / "theme" / "sphinx_book_theme" / "static" / "locales"
+
+
+def test_the_books_catalog_holds_only_the_theme_words_the_theme_leaves_in_english():
+    """booktheme.po is read after the theme's own catalog (tl_book.theme_catalog): a message the theme translates
+    itself would never be read there. Each one is translated, and asked for by the theme's code."""
+    import polib
+
+    theirs = {e.msgid: e.msgstr for e in polib.pofile(str(_theme_locales() / "zh_CN" / "LC_MESSAGES" / "booktheme.po"))}
+    ours = polib.pofile(str(THEME_PO))
+    code = "\n".join(p.read_text(encoding="utf-8") for p in _theme_locales().parent.parent.parent.parent.rglob("*.py"))
+    assert len(ours) >= 6
+    for e in ours:
+        assert HAN.search(e.msgstr) and not e.fuzzy, e.msgid
+        assert not theirs.get(e.msgid), f"{e.msgid!r}: the theme's catalog has it ({theirs[e.msgid]!r})"
+        asked = e.msgid.removeprefix("Launch on ") if e.msgid.startswith("Launch on ") else e.msgid
+        assert f'"{asked}"' in code or f'" {asked}"' in code, f"{e.msgid!r}: the theme no longer asks for it"
+
+
+def test_the_themes_words_come_from_the_books_catalog_after_the_themes_own(tmp_path):
+    import shutil
+
+    from sphinx import locale
+
+    import tl_book
+
+    (tmp_path / "zh_CN" / "LC_MESSAGES").mkdir(parents=True)
+    shutil.copy(THEME_PO, tmp_path / "zh_CN" / "LC_MESSAGES" / "booktheme.po")
+    key = ("general", tl_book.THEME_CATALOG)
+    saved = locale.translators.pop(key, None)
+    try:
+        locale.init([str(_theme_locales())], "zh_CN", tl_book.THEME_CATALOG)  # the theme's setup
+        config = SimpleNamespace(language="zh_CN", locale_dirs=[str(tmp_path)], source_encoding="utf-8-sig",
+                                 gettext_allow_fuzzy_translations=False)
+        app = SimpleNamespace(srcdir=tmp_path, config=config,
+                              add_message_catalog=lambda catalog, d: locale.init([d], "zh_CN", catalog))
+        tl_book.theme_catalog(app, config)
+        assert (tmp_path / "zh_CN" / "LC_MESSAGES" / "booktheme.mo").exists()  # compiled here: Sphinx does not
+        words = locale.get_translation(tl_book.THEME_CATALOG)
+        assert [words(m) for m in ("Repository", "Open issue", "Launch on Colab")] == ["代码仓库", "报告问题",
+                                                                                      "在 Colab 中打开"]
+        assert words("Source repository") == "源码库"  # the theme's own, first
+    finally:
+        locale.translators.pop(key, None)
+        if saved is not None:
+            locale.translators[key] = saved
+
+
 # ---------------------------------------------------------------- the built site
 
 def _need_site():
@@ -368,3 +424,25 @@ def test_an_unchanged_rebuild_executes_nothing(tmp_path):
     assert len(again) == len(_chapters())
     for doc, path in again.items():
         assert (bb.ZH_PAGES / path.name).read_bytes() == path.read_bytes(), doc
+
+
+# what the themes (sphinx-book-theme, pydata-sphinx-theme) and Sphinx write in English unless the book's catalogs
+# (locales/zh_CN/LC_MESSAGES/sphinx.po, booktheme.po) translate them: a button's text, the footer, tooltips, labels
+THEME_ENGLISH = ('btn__text-container">Repository<', 'btn__text-container">Open issue<', "© Copyright",
+                 'title="Link to this ', 'title="Launch on ', 'aria-label="Source repositories"',
+                 'aria-label="Launch interactive content"')
+
+
+def test_the_themes_words_on_the_chinese_pages_are_chinese():
+    _need_site()
+    pages = sorted((HTML / "zh").rglob("*.html"))
+    left = {}
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for english in THEME_ENGLISH:
+            if english in text:
+                left.setdefault(english, []).append(str(page.relative_to(HTML)))
+    assert not left, {k: (len(v), v[:3]) for k, v in left.items()}
+    chapter = _page("zh", "03_self_attention")
+    assert chapter.count('title="链接到此标题"') > 10 and 'btn__text-container">代码仓库<' in chapter
+    assert "© 版权所有" in chapter and 'title="在 Colab 中打开"' in chapter

@@ -113,7 +113,37 @@ def extract(out: Path = POT) -> Path:
         proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"sphinx-build -b gettext failed:\n{proc.stderr[-3000:]}")
+    add_theme_messages(out)
     return out
+
+
+# The words the theme and Sphinx show on every page that the gettext builder does not extract (it reads the
+# templates' _() calls, not Python code or a {% trans %} block with variables), per catalog domain: "sphinx" (Sphinx
+# and pydata-sphinx-theme: the footer, the "#" beside a heading) and "booktheme" (sphinx-book-theme's header buttons,
+# tools/sphinx_ext/tl_book.py theme_catalog). extract adds them to the .pot files, so that `update` keeps their
+# translations and `check` requires them.
+THEME_MESSAGES = {
+    "sphinx": ("© Copyright %(copyright)s.", "Copyright %(copyright)s", "Link to this heading",
+               "Link to this equation", "Link to this definition", "Link to this term", "Link to this table",
+               "Link to this code", "Link to this image", "Link to this toctree"),
+    "booktheme": ("Repository", "Open issue", "Source repositories", "Launch interactive content",
+                  "Launch on Colab", "Launch on Binder"),
+}
+
+
+def add_theme_messages(pot_dir: Path) -> None:
+    import polib
+
+    for domain, msgids in THEME_MESSAGES.items():
+        path = pot_dir / f"{domain}.pot"
+        pot = polib.pofile(str(path), wrapwidth=0) if path.exists() else polib.POFile(wrapwidth=0)
+        if not path.exists():
+            pot.metadata = {"Content-Type": "text/plain; charset=utf-8", "Content-Transfer-Encoding": "8bit"}
+        known = {e.msgid for e in pot}
+        for msgid in msgids:
+            if msgid not in known:
+                pot.append(polib.POEntry(msgid=msgid, msgstr=""))
+        pot.save(str(path))
 
 
 def pages(pot_dir: Path = POT) -> dict[str, Path]:

@@ -276,6 +276,28 @@ def translate_toctree_captions(app, doctree) -> None:
             node["caption"] = catalog.gettext(node["caption"])
 
 
+# sphinx-book-theme's message catalog (its header buttons' words: "Repository", "Open issue", "Launch on Colab")
+THEME_CATALOG = "booktheme"
+
+
+def theme_catalog(app, config) -> None:
+    """The theme's words that its own catalog leaves in English, from the book's catalogs
+    (``locales/zh_CN/LC_MESSAGES/booktheme.po``). Sphinx compiles only ``sphinx.po`` of the book's catalogs when it
+    starts (the theme's footer and Sphinx's own words: ours come first there); this one is compiled here and added
+    after the theme's own catalog, so it gives only what the theme lacks (tests/test_chinese_site.py checks that it
+    holds nothing else)."""
+    if not _translated_edition(app) or not config.locale_dirs:
+        return
+    from sphinx.util.i18n import CatalogRepository
+
+    repo = CatalogRepository(app.srcdir, config.locale_dirs, config.language, config.source_encoding)
+    for catalog in repo.catalogs:
+        if catalog.domain == THEME_CATALOG and catalog.is_outdated():
+            catalog.write_mo(config.language, config.gettext_allow_fuzzy_translations)
+    for locale_dir in repo.locale_dirs:
+        app.add_message_catalog(THEME_CATALOG, locale_dir)
+
+
 def chinese_search(app, config) -> None:
     """The Chinese edition's search index is cut into words by jieba (sphinx/search/zh.py). jieba logs four lines
     to stderr ("Building prefix dict...") when it loads its dictionary: only its warnings are kept. And Sphinx's
@@ -476,6 +498,7 @@ def setup(app):
     app.connect("config-inited", check_patches)
     app.connect("config-inited", our_templates_first)
     app.connect("config-inited", chinese_search)
+    app.connect("config-inited", theme_catalog)  # after every extension's setup: the theme's catalog is there first
     # {English toggle text: its translation} for the folded cells (tools/i18n.py CODE_PROMPTS; empty in English)
     app.add_config_value("tl_code_prompts", {}, "html", types=[dict])
     # {docname: notebook to read instead of the docname's own file} (the Chinese edition: tools/i18n.py build_edition)
