@@ -103,16 +103,53 @@ def test_gradient_from_far_tokens_vanishes_for_the_rnn_not_for_attention():
     assert g_attn.min() > 1e-2 * g_attn.max()
 
 
+def _toc_chapters_and_appendices() -> dict[str, str]:
+    """{number or letter: file} of every chapter and appendix in _toc.yml: the notebooks (03, 13b, A, C) and the
+    pages whose title names an appendix (the glossary, B); the references and notices are neither."""
+    import yaml
+
+    toc = yaml.safe_load((NOTEBOOK.parents[1] / "_toc.yml").read_text(encoding="utf-8"))
+    out = {}
+    for part in toc["parts"]:
+        for entry in part["chapters"]:
+            file = entry["file"]
+            name = file.split("/")[-1]
+            if m := re.fullmatch(r"(\d\d)([a-z]?)_\w+", name):
+                out[str(int(m.group(1))) + m.group(2)] = file
+            elif m := re.fullmatch(r"appendix_([a-z])_\w+", name):
+                out[m.group(1).upper()] = file
+            else:
+                title = (NOTEBOOK.parents[1] / f"{file}.md").read_text(encoding="utf-8").splitlines()[0]
+                if m := re.match(r"# Appendix ([A-Z])\b", title):
+                    out[m.group(1)] = file
+    return out
+
+
+def test_the_toc_has_the_chapters_and_appendices_the_maps_must_show():
+    parts = _toc_chapters_and_appendices()
+    assert set(parts) == {str(n) for n in range(16)} | {"13b", "A", "B", "C"}
+    assert parts["B"] == "book/glossary" and parts["13b"] == "notebooks/13b_real_sentences"
+
+
 def test_architecture_map_links_every_chapter():
-    src = _cell("# The architecture map")
-    names = set(re.findall(r'"(\d\d[a-z]?_[a-z0-9_]+|appendix_[a-z]_[a-z]+)"', src))
-    chapters = {"01_tokens_and_embeddings", "02_positional_encoding", "03_self_attention", "04_multi_head_attention",
-                "05_add_norm_ffn", "06_batchnorm_vs_layernorm", "07_masking", "08_encoder", "09_decoder",
-                "10_training", "11_pre_ln_vs_post_ln", "12_inference", "13_capstone_translator",
-                "13b_real_sentences", "14_bert_and_gpt", "15_since_2017", "appendix_a_vision", "appendix_c_pitfalls"}
-    assert names == chapters  # every chapter and appendix, by the file names fixed for cross-links
-    notebooks = {p.stem for p in NOTEBOOK.parent.glob("*.ipynb")}
-    assert chapters == notebooks - {NOTEBOOK.stem}  # nothing of the book left off the map
+    """Chapter 0's map links every other chapter and appendix of _toc.yml: its boxes, its stacks' labels and its
+    "Also in the book" list."""
+    shown = []
+    cell = {"HTML": str, "display": shown.append}
+    exec(_cell("# The architecture map"), cell)  # the notebook's own cell, which asserts too
+    targets = {box[1] for box in cell["ENCODER"] + cell["DECODER"] + cell["ALSO"] + cell["STACKS"]}
+    linked = {"notebooks/" + t if "/" not in t else t.removeprefix("../").removesuffix(".md") for t in targets}
+    assert all(f'href="{t if t.endswith(".md") else t + ".ipynb"}"' in shown[0] for t in targets)
+    expected = {file for key, file in _toc_chapters_and_appendices().items() if key != "0"}
+    assert linked == expected, (sorted(expected - linked), sorted(linked - expected))
+
+
+def test_the_intros_map_names_every_chapter_and_appendix():
+    """The landing page's map (book/architecture_map.svg) names every chapter and appendix of _toc.yml but chapter 0
+    (whose own map the page points to) by its number or letter after a "·"."""
+    svg = (NOTEBOOK.parents[1] / "book" / "architecture_map.svg").read_text(encoding="utf-8")
+    named = set(re.findall(r"· (\d+[a-z]?|[A-Z])</t", svg))
+    assert named == set(_toc_chapters_and_appendices()) - {"0"}
 
 
 def test_no_recurrent_scale_keeps_the_rnn_gradient_balanced_over_256_tokens():
