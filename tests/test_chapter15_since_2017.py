@@ -99,3 +99,20 @@ def test_exercise_15_2_the_two_rope_layouts_give_the_same_scores():
                           ch15._scores(halves(w_q), halves(w_k), x, H, ch15._rotate_half_rope), atol=1e-10)
     assert not torch.allclose(ch15._scores(w_q, w_k, x, H, lm.rotary),
                               ch15._scores(w_q, w_k, x, H, ch15._rotate_half_rope), atol=1e-3)
+
+
+def test_exercise_15_4_mean_pooling_gives_mha_at_full_heads_and_the_check_wants_the_mean():
+    from transformer_lite.book.check import ch15
+
+    torch.manual_seed(0)
+    mha = tl.MultiHeadAttention(32, 4, bias=True).eval()
+    x = torch.randn(2, 5, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(ch15._mean_pooled(mha, 4)(x), mha(x, x, x, need_weights=False)[0])
+        k = mha.k_proj.weight.reshape(4, 8, 32)  # (H, D_h, D): groups of neighbouring heads, (0, 1) and (2, 3)
+        torch.testing.assert_close(ch15._mean_pooled(mha, 2).k_proj.weight,
+                                   torch.cat([(k[0] + k[1]) / 2, (k[2] + k[3]) / 2]))
+    right = ch15.exercise_15_4(lambda m, n: ch15._mean_pooled(m, n))
+    first_head = ch15.exercise_15_4(lambda m, n: ch15._mean_pooled(m, n, pool=lambda w: w[:, 0]))
+    assert right.status == "right" and "1 (multi-query)" in right.message
+    assert first_head.status == "wrong" and "mean-pooled" in first_head.message

@@ -134,3 +134,86 @@ def exercise_15_3(my_merge):
                     "which are at most 1.")
             raise Wrong(f"l = {l:.6f}, but the sum of exp(s - m) over all the scores is {l_true:.6f}.", hint=hint)
     return "your merge is the online softmax's step: FlashAttention does it for every tile."
+
+
+def _mean_pooled(mha, num_kv_heads, pool=lambda w: w.mean(1)):
+    """A GroupedQueryAttention from a MultiHeadAttention: W_Q and W^O copied, each group of H / H_kv consecutive
+    K (and V) heads pooled into one by ``pool`` over the group axis (Ainslie et al., 2023: the mean)."""
+    D, H, d_h = mha.d_model, mha.nhead, mha.head_dim
+    bias = mha.k_proj.bias is not None
+    gqa = modern.GroupedQueryAttention(D, H, num_kv_heads, bias=bias)
+    with torch.no_grad():
+        gqa.q_proj.load_state_dict(mha.q_proj.state_dict())
+        gqa.out_proj.load_state_dict(mha.out_proj.state_dict())
+        for name in ("k_proj", "v_proj"):
+            ours, theirs = getattr(mha, name), getattr(gqa, name)
+            theirs.weight.copy_(pool(ours.weight.reshape(num_kv_heads, H // num_kv_heads, d_h, D)).reshape(-1, D))
+            if bias:
+                theirs.bias.copy_(pool(ours.bias.reshape(num_kv_heads, H // num_kv_heads, d_h)).reshape(-1))
+    return gqa.eval()
+
+
+def _strided_groups(mha, num_kv_heads):  # groups of heads h, h + H_kv, ...: not the heads GQA's query groups read
+    H = mha.nhead
+    order = torch.arange(H).reshape(H // num_kv_heads, num_kv_heads).T.reshape(-1)
+    mixed = type(mha)(mha.d_model, H, bias=mha.k_proj.bias is not None)
+    mixed.load_state_dict(mha.state_dict())
+    with torch.no_grad():
+        for name in ("k_proj", "v_proj"):
+            layer = getattr(mixed, name)
+            layer.weight.copy_(layer.weight.reshape(H, -1, mha.d_model)[order].reshape(-1, mha.d_model))
+            if layer.bias is not None:
+                layer.bias.copy_(layer.bias.reshape(H, -1)[order].reshape(-1))
+    return _mean_pooled(mixed, num_kv_heads)
+
+
+def _translator_attention():
+    """The shipped translator's first encoder self-attention and its input: 500 held-out sentences embedded."""
+    from transformer_lite.book.pretrained import tiny_translator
+    from transformer_lite.masks import padding_mask
+
+    model, data, _ = tiny_translator()
+    src = data.test_src
+    with torch.no_grad():
+        x = model.src_pos(model.src_embed(src))  # (B, S, D): what the first layer's self-attention reads (Post-LN)
+    return model.encoder.layers[0].self_attn.eval(), x, padding_mask(src, model.pad_id)
+
+
+def _relative_change(gqa, mha, x, pad):
+    with torch.no_grad():
+        ref = mha(x, x, x, key_padding_mask=pad, need_weights=False)[0][~pad]  # (tokens, D), padding left out
+        out = gqa(x, key_padding_mask=pad)[~pad]
+    return ((out - ref).norm() / ref.norm()).item()
+
+
+@exercise("15.4", wrong=[lambda: (lambda mha, n: _mean_pooled(mha, n, pool=lambda w: w[:, 0]),),
+                         lambda: (lambda mha, n: _mean_pooled(mha, n, pool=lambda w: w.sum(1)),),
+                         lambda: (_strided_groups,)])
+def exercise_15_4(my_gqa_from_mha):
+    mha, x, pad = _translator_attention()
+    H, changes = mha.nhead, {}
+    for num_kv_heads in (H, H // 2, 1):
+        got = call(my_gqa_from_mha, mha, num_kv_heads, name=f"my_gqa_from_mha(mha, {num_kv_heads})")
+        if not isinstance(got, modern.GroupedQueryAttention) or got.num_kv_heads != num_kv_heads:
+            raise Wrong(f"my_gqa_from_mha(mha, {num_kv_heads}) should return a modern.GroupedQueryAttention with "
+                        f"num_kv_heads={num_kv_heads}, got {type(got).__name__}.",
+                        hint="modern.GroupedQueryAttention(mha.d_model, mha.nhead, num_kv_heads, bias=True), then "
+                             "copy the weights into it under torch.no_grad().")
+        got.eval()
+        with torch.no_grad():
+            out = got(x, key_padding_mask=pad)[~pad]
+            expected = _mean_pooled(mha, num_kv_heads)(x, key_padding_mask=pad)[~pad]
+        if not torch.allclose(out, expected, atol=1e-5):
+            hint = ("with num_kv_heads = H nothing is pooled: copy all four projections as they are."
+                    if num_kv_heads == H else
+                    "average, do not pick or add: the K rows of heads 0..g-1 (g = H / H_kv, each D_h rows) become "
+                    "K/V head 0, the next g heads head 1, ...: GQA's query head h reads K/V head h // g. Pool the "
+                    "biases the same way.")
+            raise Wrong(f"with {num_kv_heads} key/value head(s), your layer's output differs from the mean-pooled "
+                        f"layer's by up to {(out - expected).abs().max().item():.3g}.", hint=hint)
+        changes[num_kv_heads] = _relative_change(got, mha, x, pad)
+    first = _relative_change(_mean_pooled(mha, 1, pool=lambda w: w[:, 0]), mha, x, pad)
+    return (f"the shipped translator's first self-attention, on 500 held-out sentences: the output changes by "
+            f"{changes[H]:.0%} with {H} key/value heads, {changes[H // 2]:.0%} with {H // 2}, {changes[1]:.0%} with 1 "
+            f"(multi-query); keeping only the first head instead of the mean changes it by {first:.0%} with 1. "
+            "Ainslie et al. then train the pooled model briefly (5 % of the pre-training steps) to win the rest back.")
