@@ -99,6 +99,8 @@ def test_experiments_keep_the_others_from_the_file_they_update(module, tmp_path,
     with pytest.raises(SystemExit) as e:
         module.main(["not-an-experiment", "--out", str(out)])
     assert e.value.code == 2
+    assert module.main([first, "--out", str(out)]) == 0  # the command line make runs, through the same writer
+    assert json.loads(out.read_text(encoding="utf-8"))[first]["run"] == "new"
 
 
 def _tiny_model() -> Transformer:

@@ -487,20 +487,10 @@ def write_results(log=print, only: Sequence[str] | None = None, *, out) -> dict:
 
 def main(argv=None) -> int:
     """``make grammar-lab``: measure the laboratory's experiments (or only those named) and write them to ``--out``."""
-    import argparse
+    from .pretrained import experiments_main
 
-    ap = argparse.ArgumentParser(prog="python -m transformer_lite.book.grammar_lab", description=main.__doc__)
-    ap.add_argument("only", nargs="*", metavar="experiment",
-                    help=f"measure only these, keeping the others already in --out (of {', '.join(EXPERIMENTS)})")
-    ap.add_argument("--out", required=True, help="the JSON to write (make grammar-lab: the checkout's "
-                                                 "transformer_lite/book/assets/grammar_lab.json)")
-    args = ap.parse_args(argv)
-    unknown = [name for name in args.only if name not in EXPERIMENTS]
-    if unknown:  # not argparse's choices: with nargs="*", Python 3.11 checks the empty list against them and fails
-        ap.error(f"unknown experiment(s) {', '.join(unknown)}; choose from {', '.join(EXPERIMENTS)}")
-    r = write_results(log=lambda s: print(s, file=sys.stderr, flush=True), only=args.only or None, out=args.out)
-    print(f"wrote {args.out} in {r['total_seconds']:.0f} s")
-    return 0
+    return experiments_main(argv, prog="transformer_lite.book.grammar_lab", target="grammar-lab",
+                            asset="grammar_lab.json", experiments=EXPERIMENTS, write_results=write_results)
 
 
 if __name__ == "__main__":  # make grammar-lab

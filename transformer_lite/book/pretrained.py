@@ -91,6 +91,28 @@ def output_path(name: str, value) -> Path:
     return path
 
 
+def experiments_main(argv, *, prog: str, target: str, asset: str, experiments, write_results) -> int:
+    """The command line of a ``make`` target that measures named experiments into one JSON (``make grammar-lab``,
+    ``make since2017``): ``[experiment ...] --out PATH``; the experiments not named keep their results in ``--out``.
+    ``write_results(log=, only=, out=)`` measures and writes, returning the results with their ``total_seconds``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog=f"python -m {prog}",
+                                 description=f"make {target}: measure the experiments (or only those named) and "
+                                             "write them to --out")
+    ap.add_argument("only", nargs="*", metavar="experiment",
+                    help=f"measure only these, keeping the others already in --out (of {', '.join(experiments)})")
+    ap.add_argument("--out", required=True, help=f"the JSON to write (make {target}: the checkout's "
+                                                 f"transformer_lite/book/assets/{asset})")
+    args = ap.parse_args(argv)
+    unknown = [name for name in args.only if name not in experiments]
+    if unknown:  # not argparse's choices: with nargs="*", Python 3.11 checks the empty list against them and fails
+        ap.error(f"unknown experiment(s) {', '.join(unknown)}; choose from {', '.join(experiments)}")
+    r = write_results(log=lambda s: print(s, file=sys.stderr, flush=True), only=args.only or None, out=args.out)
+    print(f"wrote {args.out} in {r['total_seconds']:.0f} s")
+    return 0
+
+
 def cache_dir() -> Path:
     """Where trained models are kept: ``$TRANSFORMER_LITE_CACHE`` or ``~/.cache/transformer_lite``."""
     return Path(os.environ.get("TRANSFORMER_LITE_CACHE") or Path.home() / ".cache" / "transformer_lite")

@@ -820,24 +820,12 @@ def write_results(workers: int = WORKERS, log=print, only: Sequence[str] | None 
 
 def main(argv=None) -> int:
     """``make since2017``: measure chapter 15's experiments (or only those named) and write them to ``--out``."""
-    import argparse
-
     # through the imported module, not __main__: the worker processes then unpickle the same functions
     from transformer_lite.book import since2017
+    from transformer_lite.book.pretrained import experiments_main
 
-    ap = argparse.ArgumentParser(prog="python -m transformer_lite.book.since2017", description=main.__doc__)
-    ap.add_argument("only", nargs="*", metavar="experiment",
-                    help=f"measure only these, keeping the others already in --out (of {', '.join(EXPERIMENTS)})")
-    ap.add_argument("--out", required=True, help="the JSON to write (make since2017: the checkout's "
-                                                 "transformer_lite/book/assets/since2017.json)")
-    args = ap.parse_args(argv)
-    unknown = [name for name in args.only if name not in EXPERIMENTS]
-    if unknown:  # not argparse's choices: with nargs="*", Python 3.11 checks the empty list against them and fails
-        ap.error(f"unknown experiment(s) {', '.join(unknown)}; choose from {', '.join(EXPERIMENTS)}")
-    r = since2017.write_results(log=lambda s: print(s, file=sys.stderr, flush=True), only=args.only or None,
-                                out=args.out)
-    print(f"wrote {args.out} in {r['total_seconds']:.0f} s")
-    return 0
+    return experiments_main(argv, prog="transformer_lite.book.since2017", target="since2017",
+                            asset="since2017.json", experiments=EXPERIMENTS, write_results=since2017.write_results)
 
 
 if __name__ == "__main__":  # make since2017
