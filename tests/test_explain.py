@@ -204,7 +204,7 @@ def test_the_last_layer_through_the_output_projection_gives_the_models_logits_an
     # same sums, so equal as chapter 12 and tests/test_decoding.py check it (rtol as well)
     own = _greedy_step_logits(model, tr["src_ids"], tr["tgt_ids"]).double()
     torch.testing.assert_close(rebuilt, own, rtol=TOL, atol=TOL)
-    assert rebuilt.argmax(-1).tolist() == tr["tgt_ids"]  # greedy took the most probable token
+    assert rebuilt.argmax(-1).tolist() == tr["tgt_ids"]  # greedy chose the most probable token
     probs = torch.softmax(rebuilt, -1)
     p, top = probs.topk(TOP_K, dim=-1)
     itos = explain._shipped(key)[1].tgt_vocab.itos
