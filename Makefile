@@ -125,6 +125,15 @@ check: $(PKG_STAMP)
 
 test-package: check
 
+# Every claim about a model trained live, re-run as other machines would (tests/test_portability.py), with the long
+# runs make test leaves out (chapter 13b trains half the real translator's recipe: ~240 CPU-s a configuration). By
+# default every configuration (15: seeds 0-3, 1 or 2 threads, native or generic CPU code paths; about an hour on
+# 2 cores); PORTABILITY=seed2-1thread-other-cpu runs one. The weekly scheduled workflow runs it.
+PORTABILITY ?= all
+.PHONY: portability
+portability: $(STAMP)
+	OMP_WAIT_POLICY=PASSIVE TRANSFORMER_LITE_PORTABILITY=$(PORTABILITY) TRANSFORMER_LITE_PORTABILITY_LONG=1 $(PY) -m pytest -q -p no:cacheprovider -p no:xdist tests/test_portability.py
+
 # torch's floor is a tested floor: the package's fast tests and every chapter, run as the build runs them, on
 # OLDEST_PYTHON with torch==<the floor in pyproject.toml> in a venv of their own (.venv-oldest, kept while what it
 # installs is the same). torch comes from PyPI (the CUDA build, GBs: pip's cache keeps it) or TORCH_INDEX_URL.

@@ -22,6 +22,12 @@ failed. The seed-0, one-thread, native run is the book build itself.
 (``git rev-list --count HEAD``), so 15 consecutive commits cover them all; the configuration is printed and
 named in every failure. ``TRANSFORMER_LITE_PORTABILITY`` overrides it: a configuration's name
 (``seed2-2threads-other-cpu``), or ``all`` for every one of them (about 15 times as long).
+
+**The long runs in ``make portability``.** Chapter 13b's ``TRAIN_NOW = True`` trains half the real translator's
+recipe: about 240 CPU-seconds, as much as the other chapters together, for one claim (its BLEU lands between the
+dictionary's + 2 and the shipped model's + 1). ``make test`` leaves it out (13b trains nothing with the switch off),
+so that a run fits its time; ``make portability`` (``TRANSFORMER_LITE_PORTABILITY_LONG=1``) runs it with the rest,
+for every configuration by default, and the weekly scheduled workflow runs that.
 """
 from __future__ import annotations
 
@@ -91,6 +97,16 @@ LIVE_TRAINING = ["13b_real_sentences", "13_capstone_translator", "appendix_a_vis
 # Chapters 13 and 13b train only when the reader asks; here they must.
 SWITCHES = {"13_capstone_translator": ("TRAIN_NOW = False", "TRAIN_NOW = True"),
             "13b_real_sentences": ("TRAIN_NOW = False", "TRAIN_NOW = True")}
+# The chapters only `make portability` runs (module docstring): what each costs with its training switched on.
+LONG_RUNS = {"13b_real_sentences": "about 240 CPU-s, half the real translator's recipe"}
+LONG_ENV = "TRANSFORMER_LITE_PORTABILITY_LONG"
+
+
+def live_training_run(long: bool | None = None) -> list[str]:
+    """The chapters this run re-runs: all of LIVE_TRAINING with ``long`` (default ``$TRANSFORMER_LITE_PORTABILITY_LONG``
+    is 1), else all but LONG_RUNS."""
+    long = os.environ.get(LONG_ENV, "").strip() == "1" if long is None else long
+    return [name for name in LIVE_TRAINING if long or name not in LONG_RUNS]
 
 # Chapters that take an optimiser step without training a model whose behaviour they then claim.
 NOT_TRAINING = {
@@ -113,6 +129,19 @@ def test_every_live_training_chapter_is_listed_and_seeds_from_book_seed():
         assert "book_seed()" in code, f"{name} trains live but does not take its seed from book_seed()"
     for name, (off, _on) in SWITCHES.items():
         assert _code(NOTEBOOKS / f"{name}.ipynb").count(off) == 1, f"{name}: expected exactly one {off!r}"
+    # a chapter left to `make portability` trains nothing unless its switch is on (so make test loses no claim but
+    # the switched one): its only training call is in the cell that tests the switch
+    for name in LONG_RUNS:
+        cells = [c for c in code_cells(NOTEBOOKS / f"{name}.ipynb") if _TRAINING_CALL.search(c)]
+        assert name in SWITCHES and len(cells) == 1 and "if TRAIN_NOW:" in cells[0], name
+
+
+def test_make_test_leaves_only_the_long_runs_to_make_portability():
+    assert live_training_run(long=True) == LIVE_TRAINING
+    assert live_training_run(long=False) == [n for n in LIVE_TRAINING if n not in LONG_RUNS]
+    assert set(LONG_RUNS) < set(LIVE_TRAINING)
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(rf"^portability:.*\n(\t.*\n)*\t.*{LONG_ENV}=1 .*tests/test_portability\.py", makefile, re.M)
 
 
 def _prepared(name: str, folder: Path) -> Path:
@@ -174,13 +203,16 @@ def test_the_rotation_covers_every_configuration_and_differs_from_the_build():
 @pytest.mark.parametrize("config", RUN)
 def test_live_training_chapters_hold_on_another_machine(config, tmp_path, capsys):
     env = CONFIGS[config]
-    notebooks = [_prepared(name, tmp_path) for name in LIVE_TRAINING]
+    notebooks = [_prepared(name, tmp_path) for name in live_training_run()]
     # one-thread runs share the two cores; two-thread runs go one at a time
     workers = 2 if env["TRANSFORMER_LITE_THREADS"] == "1" else 1
     with ThreadPoolExecutor(workers) as pool:
         results = list(pool.map(lambda nb: _run(nb, env, tmp_path / nb.stem), notebooks))
     with capsys.disabled():
         print(f"\nportability: configuration {config} ({env}); ${CHOICE_ENV}=all runs all {len(CONFIGS)}")
+        left = [f"{n} ({LONG_RUNS[n]})" for n in LIVE_TRAINING if n not in live_training_run()]
+        if left:
+            print(f"left to make portability (${LONG_ENV}=1): {', '.join(left)}")
         for r in results:
             print(f"[{config}] {r['notebook']:<36} {r['seconds']} s  {'ok' if r['ok'] else 'FAILED'}"
                   f"{' (second attempt, after a timeout)' if r.get('attempt') == 2 else ''}")
