@@ -144,11 +144,14 @@ def test_architecture_map_links_every_chapter():
     assert linked == expected, (sorted(expected - linked), sorted(linked - expected))
 
 
-def test_the_intros_map_names_every_chapter_and_appendix():
-    """The landing page's map (book/architecture_map.svg) names every chapter and appendix of _toc.yml but chapter 0
-    (whose own map the page points to) by its number or letter after a "·"."""
-    svg = (NOTEBOOK.parents[1] / "book" / "architecture_map.svg").read_text(encoding="utf-8")
-    named = set(re.findall(r"· (\d+[a-z]?|[A-Z])</t", svg))
+@pytest.mark.parametrize("name, appendix", [("architecture_map.svg", "Appendix"),
+                                            ("architecture_map.zh_CN.svg", "附录")])
+def test_the_intros_map_names_every_chapter_and_appendix(name, appendix):
+    """The landing page's map in each edition (book/architecture_map.svg, .zh_CN.svg) names every chapter and
+    appendix of _toc.yml but chapter 0 (whose own map the page points to): a chapter by its number after a "·", an
+    appendix by its title ("Appendix A: ...")."""
+    svg = (NOTEBOOK.parents[1] / "book" / name).read_text(encoding="utf-8")
+    named = set(re.findall(r"· (\d+[a-z]?)</t", svg)) | set(re.findall(rf">{appendix} ([A-Z])[:：]", svg))
     assert named == set(_toc_chapters_and_appendices()) - {"0"}
 
 

@@ -13,7 +13,8 @@
     python tools/i18n.py fix [PAGE...] # STYLE.md's mechanical fixes in the catalogs (fix_style); check lists the rest
     python tools/i18n.py notebooks # write notebooks/zh/*.ipynb: the notebooks with their markdown in Chinese, their
                                    # code's comments and figure strings in Chinese, `setup(..., language="zh")`
-                                   # and the solutions' toggles in Chinese, for Jupyter and Colab
+                                   # and the solutions' toggles in Chinese, for Jupyter and Colab; and the landing
+                                   # page's map in both languages (book/architecture_map.svg, .zh_CN.svg)
     python tools/i18n.py anchors   # before each heading of notebooks/*.ipynb that a section link targets, the line
                                    # <div id="slug"></div> that JupyterLab scrolls to (drop the stale ones); run it
                                    # after changing a heading or a link, then `notebooks`
@@ -1507,6 +1508,36 @@ def update(pot_dir: Path = POT) -> None:
     code_update()
 
 
+# -- the landing page's map, in each edition's language ------------------------------------------------------
+# book/intro.md shows book/architecture_map.svg; Sphinx's figure_language_filename ("{root}.{language}{ext}") takes
+# book/architecture_map.zh_CN.svg instead in the Chinese edition. Both are drawn by the package's
+# transformer_lite.book.architecture_map (chapter 0's linked map is the same drawing), in English and in Chinese: its
+# words are messages of the package's catalog (tr), so no file holds a hand-made Chinese copy. Generated files, like
+# notebooks/zh/: `notebooks` writes them, and tests/test_architecture_map.py fails when they differ.
+
+LANDING_MAPS = {"en": ROOT / "book" / "architecture_map.svg", "zh": ROOT / "book" / f"architecture_map.{LANGUAGE}.svg"}
+
+
+def landing_maps() -> dict[Path, str]:
+    """{file: its text} of the landing page's map in each language, drawn by the checkout's package (in a child
+    Python started in the checkout: the venv's installed copy may be older than the sources)."""
+    import json
+
+    code = ("import json, sys\nfrom transformer_lite.book import architecture_map, i18n\n"
+            f"json.dump({{lang: (i18n.set_language(lang), architecture_map.landing_page_svg())[1] "
+            f"for lang in {sorted(LANDING_MAPS)!r}}}, sys.stdout)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    return {LANDING_MAPS[lang]: text for lang, text in json.loads(proc.stdout).items()}
+
+
+def write_landing_maps() -> list[Path]:
+    written = []
+    for path, text in landing_maps().items():
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("command", choices=["extract", "update", "code-update", "check", "notebooks", "package", "fix",
@@ -1537,6 +1568,7 @@ def main(argv=None) -> int:
         return 0
     if args.command == "notebooks":
         print(f"wrote {len(write_notebooks())} notebooks into {ZH_NOTEBOOKS.relative_to(ROOT)}/")
+        print(f"wrote the landing page's map: {', '.join(str(p.relative_to(ROOT)) for p in write_landing_maps())}")
         return 0
     pot = extract()
     if args.command == "update":
