@@ -12,7 +12,8 @@ import torch
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`make test`: -n 3 --dist loadgroup) the browser tests of the file:// pass form a
-    group of their own, so the two passes over every page (tests/test_site.py) run on the two workers at once.
+    group of their own, so the two passes over the site (tests/test_site.py: the English pages over http, the Chinese
+    ones from disk) run on two workers at once.
     (Runs before xdist's own hook, which turns the xdist_group marks into the groups.)"""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})

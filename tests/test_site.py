@@ -1,13 +1,16 @@
 """The built site in a real browser: every page, offline, accessible, no errors, math rendered, every control alive.
 
-Opens EVERY page of _build/html in Debian's Chromium through Playwright (no browser download) twice:
-served over HTTP on 127.0.0.1, as the site will be hosted (light colour mode), and from disk (file://),
-as a reader who downloaded it opens it (dark colour mode). On each page it runs axe-core (WCAG 2.0 and
+Opens EVERY page of _build/html once in Debian's Chromium through Playwright (no browser download): the
+English edition served over HTTP on 127.0.0.1, as the site will be hosted (light colour mode), and the Chinese
+edition from disk (file://), as a reader who downloaded the site opens it (dark colour mode). The two editions
+are built from the same notebooks' code, templates, scripts and style sheets, so every chapter is read in both
+ways and in both colour modes, each page once (a second visit of every page in the other way and mode cost half
+of the site tests' time and found nothing the first did not). On each page it runs axe-core (WCAG 2.0 and
 2.1, levels A and AA); axe-core comes from npm (package.json's devDependencies) and is injected by the
 test: it is not on the site.
 Builds the site first when _build/html is missing (`make test` builds it anyway). Screenshots of every
-page (HTTP run; the first screen, or the whole page with TL_FULL_SCREENSHOTS=1) go to _build/screenshots/.
-The two passes run on the two pytest-xdist workers at once (conftest.py puts the file:// tests in a group of
+page (the first screen, or the whole page with TL_FULL_SCREENSHOTS=1) go to _build/screenshots/.
+The two passes run on two pytest-xdist workers at once (conftest.py puts the file:// tests in a group of
 their own). Skipped when Chromium, Playwright or axe-core is missing,
 except under CI=true, where that is a failure.
 """
@@ -16,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -41,7 +43,7 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 SCHEMES = ["http", "file"]
 # The theme follows the reader's system colour mode (html_context.default_mode: auto); the file:// pass
-# reads the pages in dark mode, so axe checks both modes' colours without a third pass.
+# reads its pages in dark mode, so axe checks both modes' colours.
 COLOUR = {"http": "light", "file": "dark"}
 
 # TeX left unrendered in the visible text (outside code): \( \[ $$ or a $...$ holding TeX-ish characters
@@ -51,6 +53,11 @@ RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\$[^$\n]{0,80}?[\\^_{}][^$\n]{0,80}?\$")
 def pages() -> list[str]:
     return sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
                   if "_static" not in p.parts and "reports" not in p.parts)
+
+
+def pages_of(scheme: str) -> list[str]:
+    """The pages one pass opens: the English edition over http, the Chinese one (zh/) from disk."""
+    return [p for p in pages() if p.startswith("zh/") == (scheme == "file")]
 
 
 # JS run in the page after load: finds every problem the reader would see.
@@ -160,17 +167,14 @@ async (pattern) => {
 # preload the style sheets: it fetches them with XMLHttpRequest, which Chromium refuses for file://
 # (a console error the page itself does not cause); the one rule that reads them (css-orientation-lock)
 # runs in the HTTP pass, on the same CSS.
-# Which rules run where (_axe_rules): the rules on structure, names and roles run on every page in the HTTP pass.
-# The rules whose verdict depends on the colours, axe's category "cat.color" (color-contrast, link-in-text-block),
-# are most of axe's time (measured: 2.3 s of a chapter's 3.8 s); they run once per chapter and colour mode: on the
-# English pages in the HTTP pass (light mode) and on the Chinese pages in the file:// pass (dark mode). The two
-# editions are built from the same templates with the same style sheets (no rule depends on the language), so
-# each colour mode reads every chapter's elements in the colours it gives them.
+# Every rule runs on every page, in the pass that opens it: so the colour rules (axe's category "cat.color":
+# color-contrast, link-in-text-block) read every chapter in light mode (English, http) and in dark mode (Chinese,
+# file://). The two editions are built from the same templates with the same style sheets (no rule depends on the
+# language), so each colour mode reads every chapter's elements in the colours it gives them.
 _AXE_RUN = r"""
-async ([tags, preload, colour, other]) => {
-  const rules = axe.getRules(tags).filter(r => r.tags.includes('cat.color') ? colour : other).map(r => r.ruleId);
-  if (colour && !rules.includes('color-contrast')) throw new Error('axe has no color-contrast rule among ' + rules);
-  if (!rules.length) return [];
+async ([tags, preload]) => {
+  const rules = axe.getRules(tags).map(r => r.ruleId);
+  if (!rules.includes('color-contrast')) throw new Error('axe has no color-contrast rule among ' + rules);
   const r = await axe.run(document, {runOnly: {type: 'rule', values: rules}, resultTypes: ['violations'], preload});
   return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
                                  nodes: v.nodes.map(n => n.target.join(' '))}));
@@ -187,22 +191,15 @@ def _favicon(page_path: str, base: str) -> str:
     return urljoin(base + page_path, m.group(1)) if m else urljoin(base, "/favicon.ico")
 
 
-def _axe_rules(scheme: str, page_path: str) -> tuple[bool, bool]:
-    """Whether axe runs its colour rules and its other rules on this page in this pass (see _AXE_RUN)."""
-    chinese = page_path.startswith("zh/")
-    return (chinese if scheme == "file" else not chinese), scheme == "http"
-
-
 def _visit_all(browser, scheme: str, base: str) -> dict:
     """Open every page once over ``scheme``; collect everything the tests below assert on."""
     axe = AXE.read_text(encoding="utf-8")
-    shots = scheme == "http"
-    if shots:
-        if SHOTS.exists():
-            shutil.rmtree(SHOTS)
-        SHOTS.mkdir(parents=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SHOTS.glob("*.png"):  # this pass's pages' screenshots only: the other pass runs at the same time
+        if old.name.startswith("zh__") == (scheme == "file"):
+            old.unlink()
     results = {}
-    for page_path in pages():
+    for page_path in pages_of(scheme):
         ctx = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block",
                                   color_scheme=COLOUR[scheme])
         page = ctx.new_page()
@@ -236,8 +233,7 @@ def _visit_all(browser, scheme: str, base: str) -> dict:
         # from a MutationObserver debounced by 300 ms; axe must see the page once that has run
         page.wait_for_timeout(500)
         page.add_script_tag(content=axe)
-        colour, other = _axe_rules(scheme, page_path)
-        r["axe"] = page.evaluate(_AXE_RUN, [AXE_TAGS, scheme != "file", colour, other])
+        r["axe"] = page.evaluate(_AXE_RUN, [AXE_TAGS, scheme != "file"])
         if scheme == "http":
             # Chromium fetches the favicon itself, outside the page's events, and not at all while
             # page.route intercepts requests; so ask the server for it as the browser would
@@ -245,12 +241,15 @@ def _visit_all(browser, scheme: str, base: str) -> dict:
             status = page.request.get(icon).status
             if status >= 400:
                 r["failed"].append(f"{icon} (HTTP {status}; the page's favicon)")
-        if shots:
-            page.evaluate("window.scrollTo(0, 0)")
-            page.screenshot(path=str(SHOTS / (page_path.replace("/", "__")[:-5] + ".png")), full_page=FULL_PAGE_SHOTS)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(SHOTS / _shot_name(page_path)), full_page=FULL_PAGE_SHOTS)
         ctx.close()
         results[page_path] = r
     return results
+
+
+def _shot_name(page_path: str) -> str:
+    return page_path.replace("/", "__")[:-5] + ".png"
 
 
 def _report(scheme: str, browser, request) -> dict:
@@ -263,15 +262,10 @@ def _report(scheme: str, browser, request) -> dict:
 
 @pytest.fixture(scope="session", params=SCHEMES)
 def report(request, browser):
-    """Every page opened once per scheme (http://127.0.0.1, file://): what the tests assert on."""
+    """Each edition's pages opened once, the English over http://127.0.0.1, the Chinese over file://: what the tests
+    assert on."""
     _need(AXE.exists(), f"axe-core not found at {AXE}: run `npm ci`")
     return _report(request.param, browser, request)
-
-
-@pytest.fixture(scope="session")
-def http_report(request, browser):
-    _need(AXE.exists(), f"axe-core not found at {AXE}: run `npm ci`")
-    return _report("http", browser, request)
 
 
 def _problems(report, key):
@@ -305,14 +299,15 @@ def test_no_accessibility_violations(report):
     assert not found, f"{len(found)} axe-core violation(s) ({', '.join(AXE_TAGS)}):\n" + "\n".join(found)
 
 
-def test_axe_reads_every_chapter_in_both_colour_modes_and_every_page_for_the_other_rules():
+def test_the_two_passes_open_every_page_once_and_every_chapter_both_ways():
     names = pages() if HTML.exists() else []
     if not names:
         pytest.skip("site not built")
-    light = {p for p in names if _axe_rules("http", p)[0]}
-    dark = {p.removeprefix("zh/") for p in names if _axe_rules("file", p)[0]}
-    assert light == dark == {p for p in names if not p.startswith("zh/")}
-    assert all(_axe_rules("http", p)[1] and not _axe_rules("file", p)[1] for p in names)
+    http, file = pages_of("http"), pages_of("file")
+    assert sorted(http + file) == names and not set(http) & set(file)
+    chapters = {p for p in names if p.startswith("notebooks/")}
+    assert chapters and chapters == {p for p in http if p.startswith("notebooks/")} \
+        == {p.removeprefix("zh/") for p in file if p.startswith("zh/notebooks/")}
 
 
 def test_every_page_has_the_favicon(built):
@@ -352,10 +347,9 @@ def test_every_control_changes_the_page(report):
     assert not dead
 
 
-def test_screenshots_of_every_page(http_report):
-    shots = list(SHOTS.glob("*.png"))
-    assert len(shots) == len(http_report)
-    assert all(s.stat().st_size > 5000 for s in shots)
+def test_screenshots_of_every_page(report):
+    shots = [SHOTS / _shot_name(p) for p in report]
+    assert all(s.exists() and s.stat().st_size > 5000 for s in shots)
 
 
 # -- the two editions: English at the root, Chinese under zh/ (tools/i18n.py, make book) ----------------------
@@ -409,17 +403,18 @@ def test_every_page_links_to_the_same_page_in_the_other_edition():
     assert not bad, bad
 
 
-def test_the_chinese_pages_are_chinese(http_report):
-    pages_zh = {p: r for p, r in http_report.items() if p.startswith("zh/") and r.get("lang") is not None}
-    if not pages_zh:
-        pytest.skip("no Chinese edition")
-    shares = {p: r["han"] / max(1, r["han"] + r["latin"]) for p, r in pages_zh.items() if p not in NO_PROSE}
-    print("\nChinese share of the prose: " + ", ".join(f"{p[3:]} {v:.2f}" for p, v in sorted(shares.items())))
-    assert all(r["lang"] == "zh-CN" for r in pages_zh.values()), {p: r["lang"] for p, r in pages_zh.items()}
-    low = {p: round(v, 2) for p, v in shares.items() if v < MIN_CHINESE_SHARE}
-    assert not low, f"Chinese pages whose prose is mostly not Chinese (share < {MIN_CHINESE_SHARE}): {low}"
-    english = {p: r["han"] / max(1, r["han"] + r["latin"]) for p, r in http_report.items() if not p.startswith("zh/")}
-    assert max(english.values()) < MIN_CHINESE_SHARE  # and the English edition is not Chinese
+def test_each_edition_is_in_its_language(report):
+    """The Chinese pages' prose is Chinese (and they say so in <html lang>); the English pages' is not."""
+    shares = {p: r["han"] / max(1, r["han"] + r["latin"]) for p, r in report.items()
+              if r.get("lang") is not None and p not in NO_PROSE}
+    if any(p.startswith("zh/") for p in report):
+        print("\nChinese share of the prose: " + ", ".join(f"{p[3:]} {v:.2f}" for p, v in sorted(shares.items())))
+        langs = {p: r["lang"] for p, r in report.items() if r.get("lang") is not None}
+        assert set(langs.values()) == {"zh-CN"}, langs
+        low = {p: round(v, 2) for p, v in shares.items() if v < MIN_CHINESE_SHARE}
+        assert not low, f"Chinese pages whose prose is mostly not Chinese (share < {MIN_CHINESE_SHARE}): {low}"
+    else:
+        assert max(shares.values()) < MIN_CHINESE_SHARE  # the English edition is not Chinese
 
 
 @pytest.mark.parametrize("edition, query", [("", "attention"), ("zh/", "注意力")])
