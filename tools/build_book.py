@@ -12,7 +12,7 @@ Steps:
    ``_static/`` folder at the book root to every page.
    The shipped translators (grammar, real sentences) are exported to ONNX into ``_assets/tl/translator/`` beside ONNX
    Runtime Web (``write_translator``; the export is cached, keyed on its inputs): the static page runs the very models
-   the package ships.
+   the package ships. This step runs on one core beside step 3.
 2. ``TRANSFORMER_LITE_STATIC=1`` is exported; the notebook kernels inherit the build's environment, so
    ``transformer_lite.book.interactive`` precomputes every control (no ipywidgets on the page); and
    ``IPYTHONDIR`` points the kernels at a start-up file (tools/kernel_startup.py) that keeps tqdm from
@@ -40,7 +40,8 @@ Steps:
    docstring lists each change). Then the checks fail the build if something did not take: no page > 2 MB, the site
    < 80 MB (two editions), no reference to another host left in a src/href that the browser would load, no
    ipywidgets output, the configured colour mode on every page.
-6. The Chinese edition (tools/i18n.py) is built into ``_build/html/zh/`` from its own execution: the Chinese
+6. The Chinese edition (tools/i18n.py) is built into ``_build/html/zh/``, by a Sphinx process that runs beside step
+   4's (each uses one core), from its own execution: the Chinese
    notebooks (notebooks/zh/: Chinese comments and figure strings, ``setup(language="zh")``) are executed in
    step 3, with ``TRANSFORMER_LITE_LANGUAGE=zh`` too, into their own cache (``_build/.jupyter_cache_zh``), so the
    checks' feedback, the figures (and their alt text) and the controls are Chinese. Each chapter page is built from
@@ -48,8 +49,9 @@ Steps:
    anchors stay the English slugs every link uses) with the Chinese notebook's executed code cells in place of the
    English ones (i18n.zh_site_notebooks; the cells must correspond one to one), nothing executed by Sphinx. Its
    search index must hold Chinese words (jieba, with the glossary's terms as words), else search finds its pages by
-   their titles alone. Its ``_static/tl/tl-translator.js`` is written afterwards: a loader of the English edition's
-   copy (``zh_translator_loader``).
+   their titles alone. Once both editions are built, its ``_static/`` keeps only what differs from the English
+   edition's, which its pages load (``share_static``), and its ``_static/tl/tl-translator.js`` is written: a loader
+   of the English edition's copy (``zh_translator_loader``).
 """
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml  # PyYAML (requirements.in)
@@ -144,11 +147,13 @@ def write_translator(dest: Path) -> dict:
     ``_build/.onnx-cache/`` while the weights, the exporter and its versions are unchanged."""
     import logging
 
+    from transformer_lite.book.runtime import num_threads
     from web_export import write_site_assets
 
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # "torchvision is not installed" notes
     t0 = time.time()
-    result = write_site_assets(dest, NODE, cache_dir=ROOT / "_build" / ".onnx-cache")
+    with num_threads(1):  # it runs beside the chapters' kernels (main)
+        result = write_site_assets(dest, NODE, cache_dir=ROOT / "_build" / ".onnx-cache")
     how = "; ".join(f"{k} {'from the export cache' if result['cached'][k] else 'exported to ONNX'} "
                     f"(ONNX Runtime vs PyTorch: {result['max_error'][k]:.1e})" for k in result["cached"])
     log(f"translators in {time.time() - t0:.0f} s: {how}; "
@@ -179,8 +184,6 @@ def execute_editions(editions: list[tuple[list[Path], Path, dict]], jobs: int = 
     as Jupyter Book would. All editions share one pool of ``jobs`` kernels, the longest chapters first
     (:func:`expected_seconds`): the two cores stay busy until the last chapter ends, instead of idling at the end of
     each edition's pass. Returns the problems (a chapter that raised)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     import nbformat
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
@@ -530,8 +533,17 @@ def chinese_edition(html_dir: Path) -> list[str]:
         problems.append(f"the Chinese edition executed notebooks again: {ran[:3]}")
     if proc.returncode == 0:
         problems += chinese_search_problems(html_dir / "zh")
-    zh_translator_loader(html_dir / "zh")
     log(f"Chinese edition built in {time.time() - t0:.0f} s")
+    return problems
+
+
+def share_static(html_dir: Path) -> list[str]:
+    """Once both editions are built: the Chinese edition's _static/ keeps only what differs from the English
+    edition's, which its pages load (tl_book.prune_zh_static), and its translator loader (zh_translator_loader)."""
+    from sphinx_ext.tl_book import prune_zh_static  # (tools/ is this script's folder)
+
+    problems = prune_zh_static(html_dir / "zh")
+    zh_translator_loader(html_dir / "zh")
     return problems
 
 
@@ -593,17 +605,26 @@ def main(argv=None) -> int:
             "(use --existing-only to build without them)")
     english = [ROOT / f"{d}.ipynb" for d in toc_entries(ROOT / "_toc.yml") if (ROOT / f"{d}.ipynb").exists()]
     chinese, zh_problems = chinese_notebooks() if not args.existing_only else ([], [])
-    # both editions' chapters in one pool (the Chinese ones are built into the site after the English edition)
-    executed = execute_editions([(english, CACHE, {}), (chinese, CACHE_ZH, ZH_ENV)])
+    # What runs on one core runs beside something else, so that the other core does not idle: the translators'
+    # export (about 30 s when its cache is cold) beside the chapters' execution, and the two editions' Sphinx builds
+    # (each one process) beside each other.
+    with ThreadPoolExecutor(1) as beside:
+        assets = beside.submit(assemble_assets)
+        # both editions' chapters in one pool
+        executed = execute_editions([(english, CACHE, {}), (chinese, CACHE_ZH, ZH_ENV)])
+        assets.result()
     zh_problems += [p for p in executed if p.startswith("notebooks/zh/")]
     problems = [p for p in executed if not p.startswith("notebooks/zh/")]
-    # --existing-only: links to the missing chapters are expected; every other warning still fails
-    t_sphinx = time.time()
-    proc = jupyter_book(ROOT, toc=toc, strict=not args.existing_only)
-    log(f"English edition built in {time.time() - t_sphinx:.0f} s")
+    html_dir = ROOT / "_build" / "html"
+    with ThreadPoolExecutor(1) as beside:
+        zh_built = beside.submit(chinese_edition, html_dir) if not args.existing_only else None
+        # --existing-only: links to the missing chapters are expected; every other warning still fails
+        t_sphinx = time.time()
+        proc = jupyter_book(ROOT, toc=toc, strict=not args.existing_only)
+        log(f"English edition built in {time.time() - t_sphinx:.0f} s")
+        zh_problems += zh_built.result() if zh_built else []
     sys.stdout.write(proc.stdout[-20000:])
     sys.stderr.write(proc.stderr[-20000:])
-    html_dir = ROOT / "_build" / "html"
     problems += installed_package_used()
     again = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "Executing notebook" in ln]
     if len(again) > len(problems):  # only a chapter that failed above may run again (for its error report)
@@ -613,7 +634,7 @@ def main(argv=None) -> int:
     if proc.returncode != 0:
         problems.append(f"jupyter-book failed (exit {proc.returncode}); reports are in _build/html/reports/")
     elif not args.existing_only:
-        problems += zh_problems + chinese_edition(html_dir)
+        problems += zh_problems + share_static(html_dir)
     if (html_dir / "index.html").exists():  # even after a failure
         if proc.returncode == 0:
             problems += slim_site(html_dir)

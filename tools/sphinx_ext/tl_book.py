@@ -515,7 +515,6 @@ def setup(app):
     app.connect("build-finished", write_sitemap)
     app.add_node(nodes.image, override=True, html=(visit_image, depart_image))
     app.connect("html-page-context", shared_static, priority=100)  # before the themes' handlers use pathto
-    app.connect("build-finished", prune_zh_static, priority=900)    # after Sphinx and the extensions wrote _static/
     app.connect("html-page-context", unblocked_scripts, priority=950)  # after the extensions added theirs
     app.connect("doctree-resolved", lazy_explore_data)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
@@ -711,20 +710,18 @@ def shared_static(app, pagename, templatename, context, doctree) -> None:
             context[key] = _shared_static_url(value)
 
 
-def prune_zh_static(app, exception) -> None:
+def prune_zh_static(zh_outdir) -> list[str]:
     """The Chinese edition's _static/ loses every file the English edition's holds byte for byte (its pages load
     those from there: shared_static) and those the English one does not hold (left by an older build); a file that
-    differs stays, and is a warning (the strict build fails)."""
-    if exception is not None or app.builder.format != "html" or not _translated_edition(app):
-        return
+    differs stays, and is a problem (returned; tools/build_book.py fails the build on it). Run by the build once
+    both editions are built (they are built at the same time), not by Sphinx."""
     import filecmp
     import os
 
-    mine, english = Path(app.outdir) / "_static", Path(app.outdir).parent / "_static"
+    mine, english = Path(zh_outdir) / "_static", Path(zh_outdir).parent / "_static"
     if not english.is_dir():
-        logger.warning("the Chinese edition's pages load the English edition's _static/, which is missing: %s "
-                       "(build the English edition first)", english)
-        return
+        return [f"the Chinese edition's pages load the English edition's _static/, which is missing: {english}"]
+    problems = []
     for path in sorted(mine.rglob("*"), reverse=True):
         rel = path.relative_to(mine)
         if path.is_dir():
@@ -735,8 +732,9 @@ def prune_zh_static(app, exception) -> None:
         elif not (english / rel).is_file() or filecmp.cmp(path, english / rel, shallow=False):
             os.remove(path)  # the same file, or one the site no longer has (an older build's: Sphinx keeps them)
         else:
-            logger.warning("the Chinese edition's _static/%s differs from the English edition's (or is not there): "
-                           "its pages load the English one", rel)
+            problems.append(f"the Chinese edition's _static/{rel} differs from the English edition's: its pages "
+                            "load the English one")
+    return problems
 
 
 # ---------------------------------------------------------------- no render-blocking script
