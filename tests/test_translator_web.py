@@ -109,7 +109,8 @@ def test_the_page_translates_exactly_as_python(browser, request, shipped, scheme
     box = Box(browser, base, CAPSTONE, colour="light" if scheme == "http" else "dark")
     try:
         assert not [u for u in box.requests if "/translator/" in u], "the model must not load with the page"
-        texts = sentences("grammar")
+        # from disk, a third of them: what differs there is how the files load; the sentences are the http pass's
+        texts = sentences("grammar") if scheme == "http" else sentences("grammar")[::3]
         assert texts[0] == data.test_pairs[0][0]
         first = box.first_use("grammar", texts[0])
         assert first["model"] == "grammar" and box.loaded("model-grammar.js")
