@@ -208,3 +208,22 @@ def test_the_extrapolation_experiment_fails_beyond_the_training_length():
     src += "\n" + code_cell(NOTEBOOK, "def accuracy_by_position").replace("check.reveal", "(lambda *a: None)")
     exec(compile(src, str(NOTEBOOK), "exec"), ns)   # runs the chapter's cell, with its asserts
     assert ns["short_acc"] > 0.95 and ns["unseen"] < 0.6
+
+
+def test_bug_hunt_2_2_suspect_passes_exercise_2_1s_test_and_is_the_base_100_table():
+    """Exercise 2.2's text: the chapter's suspect passes 2.1's test (rows of length sqrt(D/2), PE(p)·PE(q) a
+    function of p - q) yet is not §3.5's table; the check's copy of the slip is the notebook's suspect."""
+    from transformer_lite.book.check import ch02
+
+    namespace = {"torch": torch}
+    exec(compile(code_cell(NOTEBOOK, "def suspect_table(", until="suspect ="), str(NOTEBOOK), "exec"), namespace)
+    suspect = namespace["suspect_table"]
+    torch.testing.assert_close(suspect(50, 16), ch02._exponent_i(50, 16))
+    assert ch02._distance_test(suspect(200, 64)) and not ch02._distance_test(ch02._column_index(200, 64))
+    assert not torch.allclose(suspect(50, 16), tl.sinusoidal_positional_encoding(50, 16), atol=0.1)
+    base_100 = 1 / 100 ** (torch.arange(0, 16, 2, dtype=torch.float64) / 16)             # 10000^(i/d) = 100^(2i/d)
+    angles = torch.arange(50, dtype=torch.float64)[:, None] * base_100
+    torch.testing.assert_close(suspect(50, 16)[:, 0::2].double(), torch.sin(angles), atol=1e-5, rtol=0)
+    assert round(2 * math.pi * 100 ** (510 / 512)) == 617 and round(2 * math.pi * 10000 ** (510 / 512)) == 60611
+    assert ch02.exercise_2_2(lambda L, D: tl.sinusoidal_positional_encoding(L, D))
+    assert not ch02.exercise_2_2(suspect)

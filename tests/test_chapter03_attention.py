@@ -215,3 +215,23 @@ def test_the_bug_hunt_suspect_is_caught_by_the_chapters_checks():
     assert ch03._reference_test(tl.scaled_dot_product_attention)
     assert not ch03._reference_test(ch03.suspect_attention)
     assert not ch03._rows_only_test(ch03.suspect_attention) and ch03._rows_only_test(pitfalls.attention_without_scaling)
+
+
+def test_bug_hunt_3_2_suspect_is_right_without_batch_axes_only():
+    """Exercise 3.2's text: the chapter's suspect is right on (T, d_k) inputs, wrong on a batch and on heads; the
+    check's copy of the slip is the notebook's suspect, and the check rejects it."""
+    from transformer_lite.book.check import ch03
+
+    src = code_cell(NOTEBOOK, "def suspect_matrix_form(", until="torch.testing")
+    suspect = exec_cell(NOTEBOOK, "def suspect_matrix_form(", {"torch": torch, "math": math},
+                        until="torch.testing")["suspect_matrix_form"]
+    assert "Q.shape[1]" in src
+    g = torch.Generator().manual_seed(5)
+    for shapes, right in [([(5, 8), (7, 8), (7, 3)], True), ([(2, 5, 6), (2, 7, 6), (2, 7, 3)], False),
+                          ([(2, 3, 4, 16), (2, 3, 6, 16), (2, 3, 6, 5)], False)]:
+        q, k, v = (torch.randn(s, generator=g) for s in shapes)
+        expected = tl.scaled_dot_product_attention(q, k, v)[0]
+        torch.testing.assert_close(suspect(q, k, v), ch03._scale_from_axis_1(q, k, v))
+        assert torch.allclose(suspect(q, k, v), expected, atol=1e-5) == right
+    assert not ch03.exercise_3_2(suspect)
+    assert ch03.exercise_3_2(lambda Q, K, V: tl.scaled_dot_product_attention(Q, K, V)[0])

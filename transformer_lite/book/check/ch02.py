@@ -103,7 +103,10 @@ def exercise_2_1(my_test, my_buggy):
             "length √(D/2), and PE(p)·PE(q) depends on more than p − q).")
 
 
-# ---- 2.2: the sinusoidal table, written by the reader ---------------------------------------------------
+# ---- 2.2: bug hunt -- the slip in a colleague's table, then the table written by the reader -------------------
+# The chapter's suspect_table (shown in the notebook) writes i where §3.5 has 2i: angles pos / 10000^(i/d_model) for
+# i = 0 .. D/2 - 1. Each pair still shares one angle, so its rows have length sqrt(D/2) and PE(p)·PE(q) depends on
+# p - q alone (exercise 2.1's test passes it), but 10000^(i/d) = 100^(2i/d): the paper's table with base 100.
 
 def _table(max_len, d_model, exponent, swap=False, multiply=False, interleaved=True):
     """A sinusoidal table with a chosen exponent per pair (the right one and the classic mistakes)."""
@@ -127,6 +130,16 @@ def _reversed(two_i, d):
     return (d - 2 - two_i) / d
 
 
+def _exponent_i(max_len, d_model):
+    """WRONG (the chapter's suspect): pair i divides pos by 10000^(i/d_model), not 10000^(2i/d_model)."""
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+    i = torch.arange(d_model // 2, dtype=torch.float64)
+    angles = pos / 10000.0 ** (i / d_model)
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return pe.float()
+
+
 def _column_index(max_len, d_model):
     # 10000^(j/d_model) with the column index j: the cosine of a pair gets a different frequency from its sine
     pos = torch.arange(max_len, dtype=torch.float64)[:, None]
@@ -137,6 +150,9 @@ def _column_index(max_len, d_model):
 
 
 _MISTAKES_22 = [
+    (_exponent_i,
+     "that is still the suspect's table: its first pair is right and the later pairs turn too fast. Compare the "
+     "exponent of pair i with §3.5's, or print the divisor of each pair next to 10000^(2i/d_model)."),
     (lambda L, D: _table(L, D, _reversed),
      "your table is the paper's with the frequencies reversed: your first dimensions are the slow ones. "
      "Pair i divides pos by 10000^(2i/d_model), so i = 0 divides by 1 and is the fastest."),
@@ -153,7 +169,8 @@ _MISTAKES_22 = [
 ]
 
 
-@exercise("2.2", wrong=[lambda: (lambda max_len, d_model: _table(max_len, d_model, _reversed),),
+@exercise("2.2", wrong=[lambda: (_exponent_i,),
+                        lambda: (lambda max_len, d_model: _table(max_len, d_model, _reversed),),
                         lambda: (lambda max_len, d_model: _table(max_len, d_model, _right, swap=True),),
                         lambda: (lambda max_len, d_model: _table(max_len, d_model, _right, multiply=True),),
                         lambda: (_column_index,),
@@ -171,7 +188,10 @@ def exercise_2_2(my_positional_encoding):
         close(out, expected, f"my_positional_encoding({L}, {D})",
               hint="column 2i is sin(pos / 10000^(2i/d_model)) and column 2i + 1 the cosine of the same angle; "
                    "build pos as a (max_len, 1) column and 10000^(2i/d_model) as a (d_model/2,) row.")
-    return "your table equals tl.sinusoidal_positional_encoding for (50, 16), (20, 512) and (3, 2)."
+    return ("your table equals tl.sinusoidal_positional_encoding for (50, 16), (20, 512) and (3, 2). The suspect "
+            "wrote i where §3.5 has 2i: 10000^(i/d_model) = 100^(2i/d_model), the paper's table with base 100, so at "
+            "d_model = 512 its slowest pair repeats after about 617 positions instead of 60,611. Each of its pairs "
+            "still shares one angle, so exercise 2.1's test passes it: a valid encoding, but not the paper's.")
 
 
 # ---- 2.3: the rotation M_k, fitted by least squares ------------------------------------------------------------------

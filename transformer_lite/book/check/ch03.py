@@ -80,7 +80,9 @@ def exercise_3_1(my_test, my_diagnosis):
             "average of the values.")
 
 
-# ---- 3.2: the six steps as a function, compared with tl.scaled_dot_product_attention ----------------------
+# ---- 3.2: bug hunt -- the slip in a colleague's matrix form, then the function written by the reader ------------
+# The chapter's suspect_matrix_form (shown in the notebook) divides by sqrt(Q.shape[1]): d_k for a (T, d_k) input, so
+# it is right on the chapter's two words, but T for (B, T, d_k) and H for (B, H, T, D_h) heads.
 
 def _attention(scale_fn=lambda d: 1 / math.sqrt(d), dim=-1):
     def attention(Q, K, V):
@@ -88,7 +90,14 @@ def _attention(scale_fn=lambda d: 1 / math.sqrt(d), dim=-1):
     return attention
 
 
+def _scale_from_axis_1(Q, K, V):
+    """WRONG (the chapter's suspect): d_k read from axis 1, which holds it only when there is no batch axis."""
+    return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[1]), dim=-1) @ V
+
+
 _MISTAKES_32 = [
+    (_scale_from_axis_1, "that is still the suspect: right on a (T, d_k) input, wrong once batch axes come first. "
+                         "Which axis of Q holds d_k when Q is (B, H, T, D_h)?"),
     (_attention(lambda d: 1.0), "the scores are not divided by √d_k (step 3): you computed softmax(Q Kᵀ) V."),
     (_attention(lambda d: 1 / d), "you divided by d_k; the paper divides by its square root, √d_k."),
     (_attention(dim=-2), "the softmax ran over the queries (dim=-2). It runs over the keys, the last axis "
@@ -97,11 +106,12 @@ _MISTAKES_32 = [
 
 
 @exercise("3.2", wrong=[lambda: (_MISTAKES_32[0][0],), lambda: (_MISTAKES_32[1][0],),
-                        lambda: (_MISTAKES_32[2][0],),
+                        lambda: (_MISTAKES_32[2][0],), lambda: (_MISTAKES_32[3][0],),
                         lambda: (lambda Q, K, V: tl.scaled_dot_product_attention(Q, K, V),)])  # (output, weights)
 def exercise_3_2(my_attention):
     g = torch.Generator().manual_seed(32)
-    cases = [((5, 8), (7, 8), (7, 3)), ((2, 3, 4, 16), (2, 3, 6, 16), (2, 3, 6, 5))]  # T != S, batched heads
+    cases = [((5, 8), (7, 8), (7, 3)), ((2, 5, 6), (2, 7, 6), (2, 7, 3)),          # T != S, a batch,
+             ((2, 3, 4, 16), (2, 3, 6, 16), (2, 3, 6, 5))]                          # batched heads
     for q_shape, k_shape, v_shape in cases:
         Q, K, V = (torch.randn(shape, generator=g) for shape in (q_shape, k_shape, v_shape))
         name = f"my_attention(Q {q_shape}, K {k_shape}, V {v_shape})"
@@ -119,7 +129,9 @@ def exercise_3_2(my_attention):
                 raise Wrong(f"{name} differs from tl.scaled_dot_product_attention.", hint)
         close(out, expected, name, hint="softmax(Q Kᵀ / √d_k) V, with the transpose of the last two axes of K "
                                         "(K.transpose(-2, -1)) and the softmax over the last axis.")
-    return "your attention equals tl.scaled_dot_product_attention, unbatched with T ≠ S and on (B, H, T, D_h) heads."
+    return ("your attention equals tl.scaled_dot_product_attention, unbatched with T ≠ S, on a (B, T, d_k) batch and "
+            "on (B, H, T, D_h) heads. The suspect read d_k from Q.shape[1], which is d_k only without batch axes: on "
+            "heads it divided by √H, on a batch by √T. Q.shape[-1] is d_k whatever comes before it.")
 
 
 # ---- 3.3: temperature: the scale at which "it" puts 99 % of its weight on "animal" ------------------------
