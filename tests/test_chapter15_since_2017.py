@@ -116,3 +116,20 @@ def test_exercise_15_4_mean_pooling_gives_mha_at_full_heads_and_the_check_wants_
     first_head = ch15.exercise_15_4(lambda m, n: ch15._mean_pooled(m, n, pool=lambda w: w[:, 0]))
     assert right.status == "right" and "1 (multi-query)" in right.message
     assert first_head.status == "wrong" and "mean-pooled" in first_head.message
+
+
+def test_exercise_15_5_sliding_window_numbers_and_the_check():
+    """Exercise 15.5's report: W >= T is the causal mask, the receptive field after L layers is L (W - 1) + 1
+    (measured on masks, and Mistral's 131,041 for 32 layers of W = 4,096), and the scores kept at T = 32,768."""
+    from transformer_lite.book.check import ch15
+
+    for T, W, L in [(64, 8, 3), (40, 5, 4), (30, 2, 1)]:
+        assert ch15._receptive_field(modern.sliding_window_mask(T, W), L) == L * (W - 1) + 1
+    assert torch.equal(modern.sliding_window_mask(12, 12), tl.causal_mask(12))
+    T, W = 1024, 128   # the kept-scores formula of the check, counted on a mask
+    assert int((~modern.sliding_window_mask(T, W)).sum()) == W * (W + 1) // 2 + (T - W) * W
+    right = ch15.exercise_15_5(modern.sliding_window_mask)
+    assert right.status == "right" and "131,041" in right.message and "125,831,168" in right.message
+    assert "536,887,296" in right.message and 32 * 4095 + 1 == 131_041
+    off_by_one = ch15.exercise_15_5(ch15._window_slip("W + 1 keys"))
+    assert off_by_one.status == "wrong" and "W + 1 keys" in off_by_one.hint

@@ -235,6 +235,34 @@ def test_tiled_attention_bad_arguments():
         tiled_attention(x, torch.randn(1, 1, 4, 6), x)
 
 
+@pytest.mark.parametrize("T", [1, 2, 7, 16])
+@pytest.mark.parametrize("W", [1, 3, 7, 20])
+def test_sliding_window_mask_keeps_itself_and_the_w_minus_1_keys_before(T, W):
+    from transformer_lite.masks import causal_mask
+    from transformer_lite.modern import sliding_window_mask
+    mask = sliding_window_mask(T, W)
+    assert mask.dtype == torch.bool and mask.shape == (T, T)
+    for i in range(T):  # query i keeps exactly keys max(0, i - W + 1) .. i
+        assert [j for j in range(T) if not mask[i, j]] == list(range(max(0, i - W + 1), i + 1))
+    assert torch.equal(mask | causal_mask(T), mask)  # never more than the causal mask keeps
+    assert torch.equal(mask, causal_mask(T)) == (W >= T)
+
+
+def test_sliding_window_mask_in_attention_and_bad_arguments():
+    from transformer_lite import scaled_dot_product_attention
+    from transformer_lite.modern import sliding_window_mask
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 9, 4, generator=g) for _ in range(3))
+    out, weights = scaled_dot_product_attention(q, k, v, attn_mask=sliding_window_mask(9, 3))
+    assert torch.all((weights > 0).sum(-1) == torch.tensor([1, 2, 3, 3, 3, 3, 3, 3, 3]))  # at most W keys
+    keep = ~sliding_window_mask(9, 3)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=keep))  # its bool: True = keep
+    with pytest.raises(ValueError, match="window"):
+        sliding_window_mask(4, 0)
+    with pytest.raises(TypeError, match="T"):
+        sliding_window_mask(4.0, 2)
+
+
 def test_gqa_with_rope_equals_reference():
     from transformer_lite.language_models import rotary
     from transformer_lite.modern import GroupedQueryAttention

@@ -4,6 +4,7 @@
 * :func:`rotary` — RoPE: chapter 2's rotation M_k applied to q and k (Su et al., 2021).
 * :class:`SwiGLU` — the FFN with a gate, sized by :func:`llama_ffn_dim` (Shazeer, 2020).
 * :class:`GroupedQueryAttention`, :func:`kv_cache_bytes` — heads sharing keys and values (GQA, MQA), with RoPE inside.
+* :func:`sliding_window_mask` — Mistral's causal mask that keeps only the last W keys (Jiang et al., 2023).
 * :func:`tiled_attention` — FlashAttention's online softmax: attention tile by tile with a running max and sum,
   never holding the whole T x S score matrix (Milakov & Gimelshein, 2018; Dao et al., 2022).
 * :class:`ModernBlock`, :class:`ModernLM` — the block of Llama-style models assembled: pre-RMSNorm, RoPE, GQA,
@@ -153,6 +154,21 @@ def kv_cache_bytes(batch: int, seq_len: int, num_layers: int, num_kv_heads: int,
                         ("num_kv_heads", num_kv_heads), ("head_dim", head_dim)]:
         check_positive_int(name, value)
     return 2 * batch * seq_len * num_layers * num_kv_heads * head_dim * torch.empty((), dtype=dtype).element_size()
+
+
+def sliding_window_mask(T: int, window: int, device=None) -> torch.Tensor:
+    """(T, T) bool mask, ``True`` = may not attend: query t sees keys t - window + 1 .. t, itself and the
+    ``window - 1`` positions before it (Mistral 7B's sliding-window attention, Jiang et al., 2023).
+
+    Each query keeps at most ``window`` keys, so the scores grow as T * window, not T^2, and a KV cache needs only the
+    last ``window`` keys. With ``window >= T`` it is :func:`causal_mask` (T); in a stack of L layers the information
+    at position t can come from up to L * (window - 1) + 1 positions.
+    """
+    check_positive_int("T", T)
+    check_positive_int("window", window)
+    t = torch.arange(T, device=device)
+    back = t[:, None] - t[None, :]  # (T, T): how far key j lies behind query i (negative: in the future)
+    return (back < 0) | (back >= window)
 
 
 def tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_q: int = 16, block_k: int = 16,

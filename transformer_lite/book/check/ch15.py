@@ -217,3 +217,74 @@ def exercise_15_4(my_gqa_from_mha):
             f"{changes[H]:.0%} with {H} key/value heads, {changes[H // 2]:.0%} with {H // 2}, {changes[1]:.0%} with 1 "
             f"(multi-query); keeping only the first head instead of the mean changes it by {first:.0%} with 1. "
             "Ainslie et al. then train the pooled model briefly (5 % of the pre-training steps) to win the rest back.")
+
+
+# ---- 15.5: a sliding-window causal mask (Mistral 7B, Jiang et al. 2023) ----------------------------------------------
+# Query t keeps keys t - W + 1 .. t: itself and the W - 1 before it. The reference is modern.sliding_window_mask.
+
+_CASES_155 = [(6, 3), (8, 1), (9, 4), (5, 5), (7, 10), (64, 8)]   # W < T, W = 1, W = T, W > T
+
+
+def _window_slip(kind):
+    def mask(T, W):
+        back = torch.arange(T)[:, None] - torch.arange(T)[None, :]   # how far key j lies behind query i
+        return {"W + 1 keys": (back < 0) | (back > W),
+                "W - 1 keys": (back < 0) | (back >= W - 1),
+                "both sides": back.abs() >= W,
+                "True = keep": (back >= 0) & (back < W),
+                "causal": back < 0}[kind]
+    return mask
+
+
+_SLIPS_155 = {
+    "W + 1 keys": "each query keeps W + 1 keys, itself and W before it; the window holds W keys in all: itself and "
+                  "the W − 1 before it (Mistral's W = 4,096 is the number of keys a query sees).",
+    "W - 1 keys": "each query keeps W − 1 keys; the window holds W: itself and the W − 1 keys before it.",
+    "both sides": "your mask lets a query see the keys after it: the window reaches back only, and the future stays "
+                  "blocked, as in tl.causal_mask.",
+    "True = keep": "your mask is True where attention is allowed; in this book, as in nn.MultiheadAttention, True "
+                   "means blocked.",
+    "causal": "that is tl.causal_mask(T): it ignores W. Block also the keys W or more positions back.",
+}
+
+
+def _receptive_field(mask: torch.Tensor, layers: int) -> int:
+    """How many positions the last position draws on through ``layers`` layers with this (T, T) mask."""
+    keep = (~mask).to(torch.float64)
+    reach = torch.eye(mask.shape[0], dtype=torch.float64)
+    for _ in range(layers):
+        reach = (reach @ keep).clamp(max=1.0)   # key j reaches query i through one more layer
+    return int(reach[-1].sum().item())
+
+
+@exercise("15.5", wrong=[lambda kind=kind: (_window_slip(kind),) for kind in _SLIPS_155])
+def exercise_15_5(my_sliding_window_mask):
+    for T, W in _CASES_155:
+        name = f"my_sliding_window_mask({T}, {W})"
+        mask = call(my_sliding_window_mask, T, W, name=name)
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+            raise Wrong(f"{name} should be a bool tensor, got {got}.",
+                        hint="True where a query may not attend, as tl.causal_mask(T) returns.")
+        if tuple(mask.shape) != (T, T):
+            raise Wrong(f"{name} should have shape {(T, T)}, got {tuple(mask.shape)}.")
+        mask = mask.detach().cpu()
+        if torch.equal(mask, modern.sliding_window_mask(T, W)):
+            last = mask
+            continue
+        for kind, hint in _SLIPS_155.items():
+            if torch.equal(mask, _window_slip(kind)(T, W)):
+                raise Wrong(f"{name} is not the sliding window.", hint)
+        i, j = (mask != modern.sliding_window_mask(T, W)).nonzero()[0].tolist()
+        hint = "query i keeps keys i − W + 1 … i, itself and the W − 1 before it; every other entry is True."
+        if mask[i, j]:
+            raise Wrong(f"{name} blocks query {i} from key {j}, which the window keeps.", hint)
+        raise Wrong(f"{name} lets query {i} see key {j}, which the window blocks.", hint)
+    field = _receptive_field(last, 3)   # the last case, T = 64 and W = 8
+    T, W, L = 32_768, 4096, 32   # Mistral 7B: a window of 4,096 keys, 32 layers
+    kept, causal = W * (W + 1) // 2 + (T - W) * W, T * (T + 1) // 2   # query t keeps min(t + 1, W) keys
+    return (f"your mask is the sliding window for six sizes, and tl.causal_mask(T) when W ≥ T. Through 3 layers "
+            f"with W = 8, the last position draws on {field} positions, 3 × (W − 1) + 1: each layer reaches W − 1 "
+            f"further back. At T = 32,768, Mistral 7B's W = 4,096 keeps {kept:,} of the causal mask's {causal:,} "
+            f"scores ({kept / causal:.0%}), its KV cache holds only the last 4,096 keys, and its 32 layers reach "
+            f"back {L * (W - 1) + 1:,} positions.")
