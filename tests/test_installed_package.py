@@ -158,7 +158,9 @@ def make_colab_venv(venv: Path, source: Path) -> dict:
     _run([*preinstall, torch_pin(), *COLAB_PREINSTALLED], env=env)
     seconds["Colab's preinstalled packages (torch, ...)"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    _run([*pip, colab_requirement(source)], env=env)
+    # PIP_COMPILE=0 (--no-compile): pip would compile every module it installs to bytecode (transformers, botocore:
+    # thousands of files); a kernel compiles the few it imports, and what is installed is the same
+    _run([*pip, colab_requirement(source)], env=dict(env, PIP_COMPILE="0"))
     seconds["the set-up cell's %pip install"] = time.perf_counter() - t0
     return seconds
 
