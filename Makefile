@@ -112,9 +112,11 @@ repository:
 # Three workers on two cores: the two passes over the site (one worker each, at once) mostly wait on Chromium, page
 # loads and timers, and the third worker's tests (the package, the notebook runs) use the core they leave idle. Files
 # that share an expensive fixture (the served site, the JupyterLab server, the Colab-like venv) stay on one worker
-# (xdist_group marks). OMP_WAIT_POLICY=PASSIVE: with both cores busy, spinning OpenMP threads slowed 2-thread runs up to 8x.
+# (xdist_group marks). The longest groups are handed out first (tests/conftest.py orders them; --no-loadscope-reorder
+# keeps that order instead of xdist's, by number of tests). OMP_WAIT_POLICY=PASSIVE: with both cores busy, spinning
+# OpenMP threads slowed 2-thread runs up to 8x.
 test: book
-	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 3 --dist loadgroup --durations=40
+	OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 3 --dist loadgroup --no-loadscope-reorder --durations=40
 
 # The linter runs first: it takes well under a second, and a problem it finds fails the target before four minutes
 # of tests.

@@ -200,6 +200,7 @@ def test_the_rotation_covers_every_configuration_and_differs_from_the_build():
 
 @pytest.mark.slow
 @pytest.mark.trains
+@pytest.mark.xdist_group("portability")  # one after the other (each may use both cores), and first (conftest.py)
 @pytest.mark.parametrize("config", RUN)
 def test_live_training_chapters_hold_on_another_machine(config, tmp_path, capsys):
     env = CONFIGS[config]
@@ -229,6 +230,7 @@ def _files_with_tests_that_train() -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.trains
+@pytest.mark.xdist_group("portability")
 @pytest.mark.parametrize("config", RUN)
 def test_package_tests_that_train_hold_on_another_machine(config):
     env = {**os.environ, **CONFIGS[config], "OMP_WAIT_POLICY": "PASSIVE"}  # (see _run)
