@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -64,7 +65,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import yaml  # PyYAML (requirements.in)
@@ -607,8 +608,9 @@ def main(argv=None) -> int:
     chinese, zh_problems = chinese_notebooks() if not args.existing_only else ([], [])
     # What runs on one core runs beside something else, so that the other core does not idle: the translators'
     # export (about 30 s when its cache is cold) beside the chapters' execution, and the two editions' Sphinx builds
-    # (each one process) beside each other.
-    with ThreadPoolExecutor(1) as beside:
+    # (each one process) beside each other. The export runs in a process of its own: as a thread it held the
+    # interpreter's lock so much that this process could not start the first kernel until it was done.
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as beside:
         assets = beside.submit(assemble_assets)
         # both editions' chapters in one pool
         executed = execute_editions([(english, CACHE, {}), (chinese, CACHE_ZH, ZH_ENV)])
