@@ -590,7 +590,6 @@ def main(argv=None) -> int:
     t0 = time.time()
     published = write_build_info()
     log(f"published at {published['site']}, repository {published['repository']} (from {published['address_from']})")
-    assemble_assets()
     # Sphinx does not overwrite a static file that differs from the one already in the site (it says "will
     # overwrite data" and keeps the old one), nor delete files an older build left there (a renamed model file):
     # the site's copy of _assets/tl is made afresh (the Chinese edition's: see chinese_edition).
@@ -608,8 +607,8 @@ def main(argv=None) -> int:
     chinese, zh_problems = chinese_notebooks() if not args.existing_only else ([], [])
     # What runs on one core runs beside something else, so that the other core does not idle: the translators'
     # export (about 30 s when its cache is cold) beside the chapters' execution, and the two editions' Sphinx builds
-    # (each one process) beside each other. The export runs in a process of its own: as a thread it held the
-    # interpreter's lock so much that this process could not start the first kernel until it was done.
+    # (each one process) beside each other. The export runs in a process of its own, so that its Python-heavy tracing
+    # does not take this process's interpreter lock from the threads that start the kernels and cache their chapters.
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as beside:
         assets = beside.submit(assemble_assets)
         # both editions' chapters in one pool
