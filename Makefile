@@ -128,7 +128,8 @@ check: $(PKG_STAMP)
 test-package: check
 
 # Every claim about a model trained live, re-run as other machines would (tests/test_portability.py), with the long
-# runs make test leaves out (chapter 13b trains half the real translator's recipe: ~240 CPU-s a configuration). By
+# runs make test leaves out (chapter 13b trains half the real translator's recipe, ~240 CPU-s a configuration, and the
+# package's tests marked trains, ~100 CPU-s). By
 # default every configuration (15: seeds 0-3, 1 or 2 threads, native or generic CPU code paths; about an hour on
 # 2 cores); PORTABILITY=seed2-1thread-other-cpu runs one. The weekly scheduled workflow runs it.
 PORTABILITY ?= all

@@ -23,11 +23,15 @@ failed. The seed-0, one-thread, native run is the book build itself.
 named in every failure. ``TRANSFORMER_LITE_PORTABILITY`` overrides it: a configuration's name
 (``seed2-2threads-other-cpu``), or ``all`` for every one of them (about 15 times as long).
 
-**The long runs in ``make portability``.** Chapter 13b's ``TRAIN_NOW = True`` trains half the real translator's
-recipe: about 240 CPU-seconds, as much as the other chapters together, for one claim (its BLEU lands between the
-dictionary's + 2 and the shipped model's + 1). ``make test`` leaves it out (13b trains nothing with the switch off),
-so that a run fits its time; ``make portability`` (``TRANSFORMER_LITE_PORTABILITY_LONG=1``) runs it with the rest,
-for every configuration by default, and the weekly scheduled workflow runs that.
+**The long runs in ``make portability``.** ``make test`` re-runs the chapters, the claims a reader sees, and leaves
+two runs out so that it fits its time; ``make portability`` (``TRANSFORMER_LITE_PORTABILITY_LONG=1``) runs them with
+the rest, for every configuration by default, and the weekly scheduled workflow runs that:
+
+* chapter 13b with ``TRAIN_NOW = True``: it trains half the real translator's recipe, about 240 CPU-seconds, as much
+  as the other chapters together, for one claim (its BLEU lands between the dictionary's + 2 and the shipped
+  model's + 1); 13b trains nothing with the switch off;
+* the package tests marked ``trains`` (about 100 CPU-seconds), which every ``make test`` runs in the build's own
+  configuration.
 """
 from __future__ import annotations
 
@@ -102,11 +106,15 @@ LONG_RUNS = {"13b_real_sentences": "about 240 CPU-s, half the real translator's 
 LONG_ENV = "TRANSFORMER_LITE_PORTABILITY_LONG"
 
 
+def long_runs(long: bool | None = None) -> bool:
+    """Whether this run includes the long runs: ``long``, by default ``$TRANSFORMER_LITE_PORTABILITY_LONG`` is 1."""
+    return os.environ.get(LONG_ENV, "").strip() == "1" if long is None else long
+
+
 def live_training_run(long: bool | None = None) -> list[str]:
-    """The chapters this run re-runs: all of LIVE_TRAINING with ``long`` (default ``$TRANSFORMER_LITE_PORTABILITY_LONG``
-    is 1), else all but LONG_RUNS."""
-    long = os.environ.get(LONG_ENV, "").strip() == "1" if long is None else long
-    return [name for name in LIVE_TRAINING if long or name not in LONG_RUNS]
+    """The chapters this run re-runs: all of LIVE_TRAINING with the long runs (:func:`long_runs`), else all but
+    LONG_RUNS."""
+    return [name for name in LIVE_TRAINING if long_runs(long) or name not in LONG_RUNS]
 
 # Chapters that take an optimiser step without training a model whose behaviour they then claim.
 NOT_TRAINING = {
@@ -233,6 +241,8 @@ def _files_with_tests_that_train() -> list[str]:
 @pytest.mark.xdist_group("portability")
 @pytest.mark.parametrize("config", RUN)
 def test_package_tests_that_train_hold_on_another_machine(config):
+    if not long_runs():
+        pytest.skip(f"a long run: make portability runs it (${LONG_ENV}=1); make test runs these tests as built")
     env = {**os.environ, **CONFIGS[config], "OMP_WAIT_POLICY": "PASSIVE"}  # (see _run)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                            "-m", "trains and not slow", *_files_with_tests_that_train()],
