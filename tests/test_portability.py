@@ -20,8 +20,10 @@ failed. The seed-0, one-thread, native run is the book build itself.
 1 or 2 threads and the native or the other CPU code path, except the build's own (15). A run of
 ``make test`` takes the next one in a fixed rotation, by the number of commits in the history under test
 (``git rev-list --count HEAD``), so 15 consecutive commits cover them all; the configuration is printed and
-named in every failure. ``TRANSFORMER_LITE_PORTABILITY`` overrides it: a configuration's name
-(``seed2-2threads-other-cpu``), or ``all`` for every one of them (about 15 times as long).
+named in every failure. A run of ``make test`` re-runs half of the chapters, the two halves in turn (so, the
+rotation's length being odd, 30 consecutive commits re-run every chapter in every configuration).
+``TRANSFORMER_LITE_PORTABILITY`` overrides it: a configuration's name (``seed2-2threads-other-cpu``), or ``all``
+for every one of them; either re-runs every chapter (about 30 times as long as a run of ``make test``).
 
 **The long runs in ``make portability``.** ``make test`` re-runs the chapters, the claims a reader sees, and leaves
 two runs out so that it fits its time; ``make portability`` (``TRANSFORMER_LITE_PORTABILITY_LONG=1``) runs them with
@@ -73,6 +75,13 @@ def _configurations() -> dict[str, dict[str, str]]:
 CONFIGS = _configurations()
 
 
+def _commits() -> int:
+    """The number of commits in HEAD's history (0 outside a git checkout)."""
+    proc = subprocess.run(["git", "-c", "safe.directory=*", "rev-list", "--count", "HEAD"], cwd=ROOT,
+                          capture_output=True, text=True)
+    return int(proc.stdout) if proc.returncode == 0 and proc.stdout.strip().isdigit() else 0
+
+
 def chosen(choice: str | None = None, commits: int | None = None) -> list[str]:
     """The configurations this run checks (module docstring): ``choice`` (default ``$TRANSFORMER_LITE_PORTABILITY``)
     names one or says ``all``; otherwise the rotation picks one by ``commits`` (default: the commits in HEAD's
@@ -84,11 +93,7 @@ def chosen(choice: str | None = None, commits: int | None = None) -> list[str]:
         if choice not in CONFIGS:
             raise ValueError(f"${CHOICE_ENV} must be 'all' or one of {sorted(CONFIGS)}, got {choice!r}")
         return [choice]
-    if commits is None:
-        proc = subprocess.run(["git", "-c", "safe.directory=*", "rev-list", "--count", "HEAD"], cwd=ROOT,
-                              capture_output=True, text=True)
-        commits = int(proc.stdout) if proc.returncode == 0 and proc.stdout.strip().isdigit() else 0
-    return [list(CONFIGS)[commits % len(CONFIGS)]]
+    return [list(CONFIGS)[(_commits() if commits is None else commits) % len(CONFIGS)]]
 
 
 RUN = chosen()
@@ -98,6 +103,9 @@ RUN = chosen()
 # the two workers finish together instead of 13b running alone at the end (282 s -> about 240 s on a quiet machine).
 LIVE_TRAINING = ["13b_real_sentences", "13_capstone_translator", "appendix_a_vision", "14_bert_and_gpt", "10_training",
                  "11_pre_ln_vs_post_ln", "04_multi_head_attention", "02_positional_encoding", "appendix_c_pitfalls"]
+# The rotation's two halves (module docstring), of about equal running time (the same measurements: 117 s and 119 s)
+HALVES = (("13_capstone_translator", "10_training", "04_multi_head_attention", "appendix_c_pitfalls"),
+          ("appendix_a_vision", "14_bert_and_gpt", "11_pre_ln_vs_post_ln", "02_positional_encoding"))
 # Chapters 13 and 13b train only when the reader asks; here they must.
 SWITCHES = {"13_capstone_translator": ("TRAIN_NOW = False", "TRAIN_NOW = True"),
             "13b_real_sentences": ("TRAIN_NOW = False", "TRAIN_NOW = True")}
@@ -111,10 +119,15 @@ def long_runs(long: bool | None = None) -> bool:
     return os.environ.get(LONG_ENV, "").strip() == "1" if long is None else long
 
 
-def live_training_run(long: bool | None = None) -> list[str]:
-    """The chapters this run re-runs: all of LIVE_TRAINING with the long runs (:func:`long_runs`), else all but
-    LONG_RUNS."""
-    return [name for name in LIVE_TRAINING if long_runs(long) or name not in LONG_RUNS]
+def live_training_run(long: bool | None = None, choice: str | None = None, commits: int | None = None) -> list[str]:
+    """The chapters this run re-runs: all of LIVE_TRAINING with the long runs (:func:`long_runs`) or a configuration
+    named by ``choice`` (default ``$TRANSFORMER_LITE_PORTABILITY``); else the rotation's half for ``commits`` (default:
+    the commits in HEAD's history), in LIVE_TRAINING's order."""
+    choice = os.environ.get(CHOICE_ENV, "").strip() if choice is None else choice
+    if long_runs(long) or choice:
+        return [name for name in LIVE_TRAINING if long_runs(long) or name not in LONG_RUNS]
+    half = HALVES[(_commits() if commits is None else commits) % 2]
+    return [name for name in LIVE_TRAINING if name in half]
 
 # Chapters that take an optimiser step without training a model whose behaviour they then claim.
 NOT_TRAINING = {
@@ -145,9 +158,17 @@ def test_every_live_training_chapter_is_listed_and_seeds_from_book_seed():
 
 
 def test_make_test_leaves_only_the_long_runs_to_make_portability():
-    assert live_training_run(long=True) == LIVE_TRAINING
-    assert live_training_run(long=False) == [n for n in LIVE_TRAINING if n not in LONG_RUNS]
+    assert live_training_run(long=True, choice="") == live_training_run(long=True, choice="all") == LIVE_TRAINING
+    assert live_training_run(long=False, choice="all") == [n for n in LIVE_TRAINING if n not in LONG_RUNS]
     assert set(LONG_RUNS) < set(LIVE_TRAINING)
+    # the rotation: two halves that together are every chapter but the long runs, and 30 consecutive commits re-run
+    # every chapter in every configuration
+    assert sorted(HALVES[0] + HALVES[1]) == sorted(n for n in LIVE_TRAINING if n not in LONG_RUNS)
+    assert not set(HALVES[0]) & set(HALVES[1])
+    for start in (0, 7, 1000):
+        covered = {(chosen("", n)[0], name) for n in range(start, start + 30)
+                   for name in live_training_run(long=False, choice="", commits=n)}
+        assert covered == {(c, name) for c in CONFIGS for name in HALVES[0] + HALVES[1]}
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert re.search(rf"^portability:.*\n(\t.*\n)*\t.*{LONG_ENV}=1 .*tests/test_portability\.py", makefile, re.M)
 
@@ -219,9 +240,10 @@ def test_live_training_chapters_hold_on_another_machine(config, tmp_path, capsys
         results = list(pool.map(lambda nb: _run(nb, env, tmp_path / nb.stem), notebooks))
     with capsys.disabled():
         print(f"\nportability: configuration {config} ({env}); ${CHOICE_ENV}=all runs all {len(CONFIGS)}")
-        left = [f"{n} ({LONG_RUNS[n]})" for n in LIVE_TRAINING if n not in live_training_run()]
+        left = [n for n in LIVE_TRAINING if n not in live_training_run()]
         if left:
-            print(f"left to make portability (${LONG_ENV}=1): {', '.join(left)}")
+            print(f"not in this run: {', '.join(left)} (the other half runs on the next commit; make portability, "
+                  f"${LONG_ENV}=1, runs every chapter, {', '.join(f'{n}: {w}' for n, w in LONG_RUNS.items())})")
         for r in results:
             print(f"[{config}] {r['notebook']:<36} {r['seconds']} s  {'ok' if r['ok'] else 'FAILED'}"
                   f"{' (second attempt, after a timeout)' if r.get('attempt') == 2 else ''}")
