@@ -12,17 +12,15 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+import i18n as tools_i18n
 from transformer_lite.book import architecture_map, i18n as package_i18n
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import i18n as tools_i18n  # noqa: E402
 
 HTML = Path(os.environ.get("SITE_HTML", ROOT / "_build" / "html"))
 HAN = re.compile(r"[\u3400-\u9fff]")

@@ -24,7 +24,6 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import sys
 from functools import cache
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -32,7 +31,6 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 HTML = Path(os.environ.get("SITE_HTML", ROOT / "_build" / "html"))
 
 CRITICAL_KIB = 200      # the page + its stylesheets + its fonts, gzip (measured: 186 KiB at most, zh chapter 12;

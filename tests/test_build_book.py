@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 import nbformat
@@ -13,9 +12,9 @@ import pytest
 import yaml
 from nbclient import NotebookClient
 
+import build_book as bb
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import build_book as bb  # noqa: E402
 
 # ---------------------------------------------------------------- the site's JavaScript
 
@@ -267,9 +266,7 @@ def _doctree(markdown: str):
 
 
 def test_the_extension_styles_a_misconception_note_and_nothing_else():
-    import sys
 
-    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
     from docutils import nodes
 
     import tl_book
@@ -288,9 +285,7 @@ def test_the_extension_drops_jupyterlabs_section_anchors_and_no_other_html():
     """The notebooks' `<div id="slug"></div>` lines before a heading (tools/i18n.py anchors) are for JupyterLab; the
     site's section already has that id, so the extension removes them (one element per id, for axe), and runs
     before the deep-dive fold (a stray node at a deep dive's end would make an empty fold). Other HTML stays."""
-    import sys
 
-    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
     from docutils import nodes
 
     import tl_book
@@ -309,9 +304,7 @@ def test_the_extension_drops_jupyterlabs_section_anchors_and_no_other_html():
 
 
 def test_the_extension_styles_a_chinese_misconception_note_with_its_stop_outside_the_bold():
-    import sys
 
-    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
     from docutils import nodes
 
     import tl_book
@@ -422,7 +415,6 @@ def test_the_chinese_search_language_splits_and_stems_as_sphinxs():
     words for each distinct word of a page): the same words, the same stems."""
     from types import SimpleNamespace
 
-    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
     from sphinx.search.zh import SearchChinese
 
     import tl_book

@@ -6,14 +6,13 @@ from __future__ import annotations
 import copy
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+import chapters
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import chapters  # noqa: E402
 
 NOTEBOOKS = chapters.chapters()
 IDS = [p.stem for p in NOTEBOOKS]

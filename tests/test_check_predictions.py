@@ -198,11 +198,9 @@ def test_a_wrong_answer_in_the_build_writes_nothing_extra(monkeypatch):
 
 def test_the_site_names_the_cell_an_exercise_links_to_in_colab():
     """tools/sphinx_ext/tl_book.py fills in the cell's id (the answer cell above the check) from the notebook."""
-    import sys
 
     from docutils import nodes
 
-    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
     import tl_book
 
     path = ROOT / "notebooks" / "05_add_norm_ffn.ipynb"

@@ -16,7 +16,6 @@ import io
 import json
 import os
 import re
-import sys
 import tokenize
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,11 +23,10 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
+import build_book as bb
+import i18n
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
-import build_book as bb  # noqa: E402
-import i18n  # noqa: E402
 
 HTML = Path(os.environ.get("SITE_HTML", ROOT / "_build" / "html"))
 HAN = re.compile(r"[\u3400-\u9fff]")

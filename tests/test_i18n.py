@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import polib
 import pytest
 
+import i18n
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import i18n  # noqa: E402
 
 GLOSSARY = ROOT / "book" / "glossary.md"
 

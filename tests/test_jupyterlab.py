@@ -432,9 +432,7 @@ def test_translator_chapters_run_clean(lab, browser, notebook):
 
 def _first_deep_dive(folder: Path) -> tuple[str, int, int]:
     """(notebook name, index of its first deep dive's heading cell, number of cells the deep dive holds)."""
-    import sys
 
-    sys.path.insert(0, str(ROOT / "tools"))
     import chapters
 
     for path in sorted(folder.glob("*.ipynb")):
@@ -482,9 +480,7 @@ def test_deep_dives_open_collapsed(lab, browser, edition):
 
 
 def _heading_cells() -> dict:
-    import sys
 
-    sys.path.insert(0, str(ROOT / "tools"))
     import i18n
 
     return i18n.heading_cells()

@@ -6,14 +6,13 @@ checks what is committed, so nothing depends on a contributor having installed t
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+import strip_outputs
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import strip_outputs  # noqa: E402
 
 NOTEBOOKS = strip_outputs.book_notebooks()
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import build_book as bb
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import build_book as bb  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("oldest_runner", ROOT / "tools" / "test_oldest.py")
 oldest = importlib.util.module_from_spec(_spec)

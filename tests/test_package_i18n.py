@@ -14,18 +14,16 @@ import ast
 import inspect
 import json
 import re
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
 
+import package_i18n
 from transformer_lite.book import check, i18n
 from transformer_lite.book.i18n import set_language, tr, translate_message
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import package_i18n  # noqa: E402
 
 HAN = re.compile(r"[\u3400-\u9fff]")
 # quoted data ('…', "…", “…”, `…`) and <tokens> are not prose

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 import types
 from pathlib import Path
 
 import pytest
 
+import patches
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import patches  # noqa: E402
 
 NO_LONGER = "/* a release of the package in which nothing we patch or copy is left */\n"
 

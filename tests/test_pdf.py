@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import unicodedata
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+from build_book import toc_entries
+from build_pdf import EDITIONS, HTML, MAX_PDF, pdf_path
 
-from build_book import toc_entries  # noqa: E402
-from build_pdf import EDITIONS, HTML, MAX_PDF, pdf_path  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 pypdf = pytest.importorskip("pypdf")
 
@@ -151,7 +150,6 @@ def test_the_pages_link_the_pdf_only_when_it_exists(tmp_path):
     edition's PDF (tools/sphinx_ext/tl_book.py); without it, no button and no file."""
     from types import SimpleNamespace
 
-    sys.path.insert(0, str(ROOT / "tools" / "sphinx_ext"))
     import tl_book
 
     for language, edition in (("en", "en"), ("zh_CN", "zh")):

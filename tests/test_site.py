@@ -472,9 +472,7 @@ def test_chinese_search_finds_a_page_by_the_words_of_its_text(browser, site, que
 def test_the_chinese_search_index_holds_the_words_of_the_prose():
     """Without a browser: the built index (tools/build_book.py's check), and each query of ZH_QUERIES's first five
     is a word of its page's text, in no page title, and in no heading the title-only search would match."""
-    import sys
 
-    sys.path.insert(0, str(ROOT / "tools"))
     import build_book
 
     if not (HTML / "zh" / "searchindex.js").exists():
@@ -560,9 +558,7 @@ def test_a_deep_dive_folds_under_its_heading_and_a_link_into_it_opens_it(browser
 
 def test_every_chapter_folds_its_deep_dives_on_the_site():
     """Each deep dive of a notebook (tools/chapters.py) is a folded section on its page, in both editions."""
-    import sys
 
-    sys.path.insert(0, str(ROOT / "tools"))
     import chapters
 
     en, zh = _editions()

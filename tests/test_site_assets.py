@@ -67,7 +67,6 @@ def test_axe_core_is_for_the_tests_only():
     package = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))
     assert "axe-core" in package.get("devDependencies", {})
     assert "axe-core" not in package.get("dependencies", {})
-    sys.path.insert(0, str(ROOT / "tools"))
     try:
         import build_book
     finally:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import io
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+import slim_static as ss
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import slim_static as ss  # noqa: E402
 
 HTML = Path(os.environ.get("SITE_HTML", ROOT / "_build" / "html"))
 
