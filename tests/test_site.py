@@ -55,8 +55,16 @@ def pages() -> list[str]:
                   if "_static" not in p.parts and "reports" not in p.parts)
 
 
+# SITE_FILE_PAGES=all: the file:// pass opens every page of both editions (tests/test_release.py: the site as a
+# reader downloads it, every page from disk)
+FILE_PAGES_ALL = os.environ.get("SITE_FILE_PAGES", "") == "all"
+
+
 def pages_of(scheme: str) -> list[str]:
-    """The pages one pass opens: the English edition over http, the Chinese one (zh/) from disk."""
+    """The pages one pass opens: the English edition over http, the Chinese one (zh/) from disk (SITE_FILE_PAGES=all:
+    every page from disk)."""
+    if scheme == "file" and FILE_PAGES_ALL:
+        return pages()
     return [p for p in pages() if p.startswith("zh/") == (scheme == "file")]
 
 
@@ -195,8 +203,9 @@ def _visit_all(browser, scheme: str, base: str) -> dict:
     """Open every page once over ``scheme``; collect everything the tests below assert on."""
     axe = AXE.read_text(encoding="utf-8")
     SHOTS.mkdir(parents=True, exist_ok=True)
+    mine = {_shot_name(p) for p in pages_of(scheme)}
     for old in SHOTS.glob("*.png"):  # this pass's pages' screenshots only: the other pass runs at the same time
-        if old.name.startswith("zh__") == (scheme == "file"):
+        if old.name in mine:
             old.unlink()
     results = {}
     for page_path in pages_of(scheme):
