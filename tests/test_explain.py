@@ -302,3 +302,46 @@ def test_the_trace_is_json_and_its_size_is_bounded(key):
 def test_bad_input_names_the_argument(kwargs, kind, words):
     with pytest.raises(kind, match=words):
         trace(**kwargs)
+
+
+def test_the_records_are_the_traces_tensors_and_refuse_bad_input():
+    """record_encoder / record_decoder (what the browser's explainer graphs are exported from) hold the trace's
+    numbers as tensors, flat() names them by their paths, and bad input names the argument."""
+    key, text = "grammar", sentences("grammar")[0]
+    tr, model = traced(key, text), _model(key)
+    src, ys_in = torch.tensor([tr["src_ids"]]), torch.tensor([[BOS] + tr["tgt_ids"][:-1]])
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            enc = explain.record_encoder(model, src)
+            dec = explain.record_decoder(model, enc["memory"][None], src, ys_in)
+    finally:
+        model.train(was_training)
+    names = dict(explain.flat(enc) + explain.flat(dec))
+    assert "encoder.0.attention_steps.q" in names and "decoder.1.norm3.output" in names and "logits" in names
+    assert names["encoder.0.attention_steps.mask"].dtype == torch.int32  # the browser gets 0/1 integers
+    for name, value in names.items():
+        if name == "logits":
+            continue
+        node = tr
+        for part in name.split("."):
+            node = node[int(part)] if part.isdigit() else node[part]
+        torch.testing.assert_close(t(node), value.double(), rtol=0, atol=TOL, msg=name)
+    with pytest.raises(TypeError, match="model"):
+        explain.record_encoder("grammar", src)
+    with pytest.raises(TypeError, match="src"):
+        explain.record_encoder(model, src.float())
+    with pytest.raises(ValueError, match="src"):
+        explain.record_encoder(model, src[0])
+    with pytest.raises(TypeError, match="ys_in"):
+        explain.record_decoder(model, enc["memory"][None], src, [[BOS]])
+    with pytest.raises(ValueError, match="memory"):
+        explain.record_decoder(model, enc["memory"], src, ys_in)
+    with pytest.raises(TypeError, match="record"):
+        explain.flat(torch.zeros(2))
+    with pytest.raises(TypeError, match="record"):
+        explain.flat({"a": 1.0})
+    with pytest.raises(TypeError, match="model"):
+        explain.config_of(None)
+    assert explain.config_of(model) == tr["config"]

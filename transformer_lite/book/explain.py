@@ -7,7 +7,11 @@ model's own: the trace calls ``model.encode`` and ``model.decode`` (with ``retur
 reads the sub-modules through forward hooks; the steps inside one attention are those of the package's
 own :func:`~transformer_lite.attention.scaled_dot_product_attention` (``return_steps=True``), fed the
 projections of the module's own ``q_proj``/``k_proj``/``v_proj`` and the mask the module merged. Nothing
-here re-implements a layer. The browser's explainer computes the same keys and is checked against this.
+here re-implements a layer. :func:`record_encoder` and :func:`record_decoder` hold that code and return
+the tensors; :func:`trace` writes them as JSON. The browser's explainer (``window.tlExplainer.trace`` in
+``tools/site_assets/tl-translator.js``) runs the same two functions, exported by ``tools/web_export.py`` as
+ONNX graphs whose outputs are named by :func:`flat`, and is checked against :func:`trace` in Chromium
+(``tests/test_translator_web.py``).
 
 Shape letters as everywhere in the book: S source tokens, T target tokens, D model width, H heads,
 D_h = D / H the width of a head, d_ff the FFN's hidden width. Both shipped translators are Post-LN (the
@@ -83,7 +87,7 @@ from .translate import MAX_NEW_TOKENS, TOP_K, _check_key, _until_eos, read_engli
 DECIMALS = 6  # decimals kept of every float: see the module's docstring
 MAX_JSON_BYTES = 7_000_000  # json.dumps(trace(...)) of any sentence the box accepts (64 words in, 20 out), at most
 
-__all__ = ["trace", "DECIMALS", "MAX_JSON_BYTES"]
+__all__ = ["trace", "record_encoder", "record_decoder", "flat", "config_of", "DECIMALS", "MAX_JSON_BYTES"]
 
 
 @functools.cache
@@ -127,7 +131,7 @@ def _attention_hook(store: list):
         store.append(dict(
             weights=weights[0],  # what the module returned: (H, T, S)
             steps=dict(q=q[0], k=k[0], v=v[0], scores=steps.scores[0], scaled=steps.scaled[0],
-                       mask=blocked.int().tolist(), heads=steps.output[0],
+                       mask=blocked.int(), heads=steps.output[0],  # int 0/1: the browser's graph returns it too
                        output=out[0])))
 
     return hook
@@ -160,11 +164,137 @@ def _embedding(embed, positions, ids: torch.Tensor) -> dict:
         position = positions.pe[:L]  # the sinusoidal table (L, D)
     else:
         position = positions.position(torch.arange(L))  # learned positions (L, D)
-    return dict(token=_floats(token[0]), position=_floats(position), sum=_floats(summed[0]))
+    return dict(token=token[0], position=position, sum=summed[0])
 
 
-def _steps_json(steps: dict) -> dict:
-    return {name: value if name == "mask" else _floats(value) for name, value in steps.items()}
+def _hooked(model, side: str):
+    """Forward hooks on every attention, LayerNorm and FFN of ``model``'s encoder or decoder (``side``), and
+    the records they fill: ``(handles, records)``, the records in call order (one call per layer)."""
+    records = dict(self=[], cross=[], norms={}, ffns={})
+    handles = []
+    layers = model.encoder.layers if side == "encoder" else model.decoder.layers
+    norms = ("norm1", "norm2") if side == "encoder" else ("norm1", "norm2", "norm3")
+    for i, layer in enumerate(layers):
+        handles.append(layer.self_attn.register_forward_hook(_attention_hook(records["self"]), with_kwargs=True))
+        if side == "decoder":
+            handles.append(layer.multihead_attn.register_forward_hook(_attention_hook(records["cross"]),
+                                                                      with_kwargs=True))
+        for n in norms:
+            handles.append(getattr(layer, n).register_forward_hook(_io_hook(records["norms"].setdefault((i, n), []))))
+        handles.append(layer.ff.register_forward_hook(_ffn_hook(records["ffns"].setdefault(i, []))))
+    return handles, records
+
+
+def _check_model(model) -> None:
+    from ..model import Transformer
+
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a transformer_lite.Transformer, got {type(model).__name__}")
+    if model.config.norm_first:
+        raise ValueError("model must be Post-LN (the shipped translators' layout): the trace reads its norms so")
+
+
+def _check_ids(name: str, ids) -> None:
+    if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must be a tensor of token ids (integers), got "
+                        f"{getattr(ids, 'dtype', type(ids).__name__)}")
+    if ids.dim() != 2 or ids.shape[0] != 1:
+        raise ValueError(f"{name} must have shape (1, length): one sentence, got {tuple(ids.shape)}")
+
+
+def _one(records: list) -> dict:
+    (rec,) = records  # one call per trace
+    return rec
+
+
+def record_encoder(model, src: torch.Tensor) -> dict:
+    """The encoder's side of a trace as tensors, for ``src`` (1, S): ``embedding``, ``encoder``, ``memory``
+    (the module's docstring gives each; the batch's one row, no batch dimension).
+
+    What :func:`trace` writes as JSON, and what ``tools/web_export.py`` exports as the outputs of the browser's
+    explainer graph: the same code, so the browser computes what the package computes. Call it in eval mode
+    under ``torch.no_grad()``. Raises ``TypeError``/``ValueError`` naming ``model`` or ``src``.
+    """
+    _check_model(model)
+    _check_ids("src", src)
+    handles, rec = _hooked(model, "encoder")
+    try:
+        memory, _ = model.encode(src, return_attention=True)
+        embedding = _embedding(model.src_embed, model.src_pos, src)
+    finally:
+        for h in handles:
+            h.remove()
+    encoder = [dict(attention=a["weights"], attention_steps=a["steps"], norm1=_one(rec["norms"][(i, "norm1")]),
+                    ffn=_one(rec["ffns"][i]), norm2=_one(rec["norms"][(i, "norm2")]))
+               for i, a in enumerate(rec["self"])]
+    return dict(embedding=embedding, encoder=encoder, memory=memory[0])
+
+
+def record_decoder(model, memory: torch.Tensor, src: torch.Tensor, ys_in: torch.Tensor) -> dict:
+    """The decoder's side of a trace as tensors: ``memory`` (1, S, D) from :func:`record_encoder`, ``src``
+    (1, S), ``ys_in`` (1, T) the decoder's input. ``target_embedding``, ``decoder``, ``decoder_output`` and
+    ``logits`` (T, V), from which :func:`trace` takes the top ``k`` of each step. As :func:`record_encoder`."""
+    _check_model(model)
+    _check_ids("src", src)
+    _check_ids("ys_in", ys_in)
+    if not isinstance(memory, torch.Tensor) or memory.dim() != 3 or memory.shape[0] != 1:
+        raise ValueError("memory must be a tensor (1, S, D), record_encoder's memory[None], got "
+                         f"{tuple(memory.shape) if isinstance(memory, torch.Tensor) else type(memory).__name__}")
+    handles, rec = _hooked(model, "decoder")
+    decoder_output = []
+    handles.append(model.output_projection.register_forward_hook(
+        lambda m, args, out: decoder_output.append(args[0][0])))
+    try:
+        logits, _, _ = model.decode(ys_in, memory, src=src, return_attention=True)  # (1, T, V)
+        target_embedding = _embedding(model.tgt_embed, model.tgt_pos, ys_in)
+    finally:
+        for h in handles:
+            h.remove()
+    decoder = [dict(self_attention=s["weights"], self_attention_steps=s["steps"],
+                    norm1=_one(rec["norms"][(i, "norm1")]),
+                    cross_attention=c["weights"], cross_attention_steps=c["steps"],
+                    norm2=_one(rec["norms"][(i, "norm2")]), ffn=_one(rec["ffns"][i]),
+                    norm3=_one(rec["norms"][(i, "norm3")]))
+               for i, (s, c) in enumerate(zip(rec["self"], rec["cross"]))]
+    return dict(target_embedding=target_embedding, decoder=decoder, decoder_output=_one(decoder_output),
+                logits=logits[0])
+
+
+def flat(record: dict, prefix: str = "") -> list:
+    """``record``'s tensors as ``[(name, tensor)]`` in order, each named by its path with dots
+    (``"encoder.0.attention_steps.q"``): the output names of the browser's explainer graphs, from which the
+    browser rebuilds the nested dict."""
+    if not isinstance(record, (dict, list)):
+        raise TypeError(f"record must be a dict or list of tensors (record_encoder's), got {type(record).__name__}")
+    items = record.items() if isinstance(record, dict) else enumerate(record)
+    out = []
+    for name, value in items:
+        if isinstance(value, torch.Tensor):
+            out.append((f"{prefix}{name}", value))
+        elif isinstance(value, (dict, list)):
+            out.extend(flat(value, f"{prefix}{name}."))
+        else:
+            raise TypeError(f"record holds a {type(value).__name__} at {prefix}{name}: only tensors, dicts and lists")
+    return out
+
+
+def _json(x):
+    """A record's tensors as nested lists: floats rounded (:func:`_floats`), integers (the masks) as they are."""
+    if isinstance(x, torch.Tensor):
+        return x.tolist() if not x.is_floating_point() else _floats(x)
+    if isinstance(x, dict):
+        return {name: _json(value) for name, value in x.items()}
+    return [_json(value) for value in x]
+
+
+def config_of(model) -> dict:
+    """A trace's ``config``: the sizes the shapes name, and the two scales."""
+    _check_model(model)
+    c = model.config
+    return dict(d_model=c.d_model, nhead=c.nhead, head_dim=c.d_model // c.nhead,
+                dim_feedforward=c.dim_feedforward, num_encoder_layers=c.num_encoder_layers,
+                num_decoder_layers=c.num_decoder_layers, activation=c.activation, norm_first=c.norm_first,
+                embedding_scale=model.src_embed.scale, attention_scale=1 / math.sqrt(c.d_model // c.nhead))
 
 
 def trace(key: str, text: str, k: int = TOP_K) -> dict:
@@ -183,77 +313,31 @@ def trace(key: str, text: str, k: int = TOP_K) -> dict:
         raise ValueError(f"text must hold an English sentence, got {text!r}")
     check_positive_int("k", k)
     model, data = _shipped(key)
-    if model.config.norm_first:
-        raise ValueError("trace reads Post-LN layers (the shipped translators'), got a Pre-LN model")
     words, ids, unknown = read_english(text, data.src_vocab, model.max_len, reading_of(data))
     src = torch.tensor([ids])  # (1, S)
     greedy = _until_eos(greedy_decode(model, src, MAX_NEW_TOKENS, BOS, EOS)[0, 1:].tolist())  # the box's greedy
     ys_in = torch.tensor([[BOS] + greedy[:-1]])  # (1, T): row t predicts greedy[t]
 
-    enc_attn, dec_self, dec_cross, norms, ffns = [], [], [], {}, {}
-    handles = []
-    for i, layer in enumerate(model.encoder.layers):
-        handles.append(layer.self_attn.register_forward_hook(_attention_hook(enc_attn), with_kwargs=True))
-        for n in ("norm1", "norm2"):
-            handles.append(getattr(layer, n).register_forward_hook(_io_hook(norms.setdefault(("enc", i, n), []))))
-        handles.append(layer.ff.register_forward_hook(_ffn_hook(ffns.setdefault(("enc", i), []))))
-    for i, layer in enumerate(model.decoder.layers):
-        handles.append(layer.self_attn.register_forward_hook(_attention_hook(dec_self), with_kwargs=True))
-        handles.append(layer.multihead_attn.register_forward_hook(_attention_hook(dec_cross), with_kwargs=True))
-        for n in ("norm1", "norm2", "norm3"):
-            handles.append(getattr(layer, n).register_forward_hook(_io_hook(norms.setdefault(("dec", i, n), []))))
-        handles.append(layer.ff.register_forward_hook(_ffn_hook(ffns.setdefault(("dec", i), []))))
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            memory, _ = model.encode(src, return_attention=True)
-            decoder_output = []
-            handles.append(model.output_projection.register_forward_hook(
-                lambda m, args, out: decoder_output.append(args[0][0])))
-            logits, _, _ = model.decode(ys_in, memory, src=src, return_attention=True)  # (1, T, V)
-            embedding = _embedding(model.src_embed, model.src_pos, src)
-            target_embedding = _embedding(model.tgt_embed, model.tgt_pos, ys_in)
+            enc = record_encoder(model, src)
+            dec = record_decoder(model, enc["memory"][None], src, ys_in)
     finally:
-        for h in handles:
-            h.remove()
         model.train(was_training)
-
-    def norm(side, i, n):
-        (rec,) = norms[(side, i, n)]  # one call per trace
-        return dict(input=_floats(rec["input"]), output=_floats(rec["output"]))
-
-    def ffn(side, i):
-        (rec,) = ffns[(side, i)]
-        return dict(hidden=_floats(rec["hidden"]), output=_floats(rec["output"]))
-
-    encoder = []  # the hooks' records are in call order: one per layer
-    for i, a in enumerate(enc_attn):
-        encoder.append(dict(
-            attention=_floats(a["weights"]), attention_steps=_steps_json(a["steps"]),
-            norm1=norm("enc", i, "norm1"), ffn=ffn("enc", i), norm2=norm("enc", i, "norm2")))
-    decoder = []
-    for i, (s, c) in enumerate(zip(dec_self, dec_cross)):
-        decoder.append(dict(
-            self_attention=_floats(s["weights"]), self_attention_steps=_steps_json(s["steps"]),
-            norm1=norm("dec", i, "norm1"),
-            cross_attention=_floats(c["weights"]), cross_attention_steps=_steps_json(c["steps"]),
-            norm2=norm("dec", i, "norm2"), ffn=ffn("dec", i), norm3=norm("dec", i, "norm3")))
-    probs = torch.softmax(logits[0].float(), dim=-1)  # (T, V)
+    logits = dec.pop("logits")
+    probs = torch.softmax(logits.float(), dim=-1)  # (T, V)
     p, top = probs.topk(min(k, probs.shape[-1]), dim=-1)
     itos = data.tgt_vocab.itos
     steps = [[[itos[j], round(q, DECIMALS)] for j, q in zip(row_i, row_p)] for row_i, row_p in
              zip(top.tolist(), p.double().tolist())]
-    c = model.config
+    enc, dec = _json(enc), _json(dec)
     return dict(
-        key=key, text=text, k=k,
-        config=dict(d_model=c.d_model, nhead=c.nhead, head_dim=c.d_model // c.nhead,
-                    dim_feedforward=c.dim_feedforward, num_encoder_layers=c.num_encoder_layers,
-                    num_decoder_layers=c.num_decoder_layers, activation=c.activation, norm_first=c.norm_first,
-                    embedding_scale=model.src_embed.scale, attention_scale=1 / math.sqrt(c.d_model // c.nhead)),
+        key=key, text=text, k=k, config=config_of(model),
         src_tokens=words, src_ids=ids, unknown=unknown,
         tgt_tokens=[itos[i] for i in greedy], tgt_ids=greedy,
         decoder_input_tokens=[itos[i] for i in ys_in[0].tolist()],
-        embedding=embedding, encoder=encoder, memory=_floats(memory[0]),
-        target_embedding=target_embedding, decoder=decoder, decoder_output=_floats(decoder_output[0]),
+        embedding=enc["embedding"], encoder=enc["encoder"], memory=enc["memory"],
+        target_embedding=dec["target_embedding"], decoder=dec["decoder"], decoder_output=dec["decoder_output"],
         steps=steps)
