@@ -23,7 +23,7 @@ from .embeddings import (
     sinusoidal_positional_encoding,
     wavelengths,
 )
-from .interop import from_torch
+from .interop import from_hf_gpt2, from_hf_qwen2, from_torch
 from .layers import Decoder, DecoderLayer, DecoderOutput, Encoder, EncoderLayer, EncoderOutput, FeedForward
 from .masks import (
     additive_to_bool,
