@@ -1,7 +1,8 @@
 """The static site asks back: predictions and exercise checks answered in the reader's browser (tools/sphinx_ext/
 static/tl-check.js, from what transformer_lite/book/check/page.py wrote into the build's outputs).
 
-On chapter 5, in both editions, over http://127.0.0.1 and from disk (file://), in Debian's Chromium:
+On chapter 5, in Debian's Chromium, as tests/test_site.py reads the editions: the English one over http://127.0.0.1, the
+Chinese one from disk (file://):
 * the prediction's field records a guess typed and entered from the keyboard, and the reveal button gives, letter for
   letter, the verdict ``check.reveal`` gives in Jupyter for that guess and the value the build measured;
 * exercise 5.1 (numbers and four outputs) is checked on the page as its check does (the same verdicts, right and
@@ -29,7 +30,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("site")]
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "notebooks/05_add_norm_ffn.html"
 EDITIONS = ["", "zh/"]
-SCHEMES = ["http", "file"]
+# each edition in one of the two ways (the page's script is the same in both editions, and loads the same way)
+EDITION_SCHEME = [("", "http"), ("zh/", "file")]
 
 
 @pytest.fixture(autouse=True)
@@ -74,8 +76,7 @@ def _text(locator) -> str:
     return locator.evaluate("e => e.textContent")
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("edition, scheme", EDITION_SCHEME)
 def test_a_prediction_is_recorded_and_revealed_with_the_verdict_of_check_reveal(browser, request, scheme, edition):
     set_language("zh" if edition else "en")
     ctx, page, log = _page(browser, request, scheme, edition)
@@ -122,8 +123,7 @@ def test_a_prediction_is_recorded_and_revealed_with_the_verdict_of_check_reveal(
         ctx.close()
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("edition, scheme", EDITION_SCHEME)
 def test_an_exercise_of_numbers_is_checked_on_the_page_as_its_check_does(browser, request, scheme, edition):
     set_language("zh" if edition else "en")
     ctx, page, log = _page(browser, request, scheme, edition)
