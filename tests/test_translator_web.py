@@ -20,17 +20,19 @@ from __future__ import annotations
 import gzip
 import statistics
 import sys
+import time
 
 import pytest
 
 from test_site import AXE, AXE_TAGS, HTML, ROOT, _need  # the fixtures browser, built and site are in conftest.py
 from test_translate import TRICKY
-from transformer_lite.book import real_data
+from transformer_lite.book import explain, real_data
 from transformer_lite.book.pretrained import tiny_translator
 from transformer_lite.book.translate import (
     DOWNLOAD_MB,
     MODEL_MB,
     SHIPPED,
+    TOP_K,
     read_english,
     shipped_examples,
     shipped_translator,
@@ -215,7 +217,10 @@ def test_budgets_first_load_and_model_files(browser, site):
     """The page's first load, and what loads on first use, in bytes (1 MB = 10^6 bytes)."""
     lazy, model_files = _lazy_files()
     assert sorted(f.name for f in ASSETS.iterdir()) == \
-        sorted(["ort.js", "ort-wasm.js"] + [f"model-{k}.js" for k in SHIPPED])
+        sorted(["ort.js", "ort-wasm.js"] + [f"{kind}-{k}.js" for k in SHIPPED for kind in ("model", "explain")])
+    for key in SHIPPED:  # the explainer's graphs hold the model's weights once more, and nothing else heavy
+        explainer = (ASSETS / f"explain-{key}.js").stat().st_size
+        assert explainer <= 1.1 * model_files[key], (key, explainer / MB, model_files[key] / MB)
     box = Box(browser, site, CAPSTONE)
     try:
         box.page.wait_for_load_state("networkidle")
@@ -224,6 +229,7 @@ def test_budgets_first_load_and_model_files(browser, site):
         compressible = lambda u: not u.split("?")[0].endswith((".woff2", ".woff", ".png", ".ico"))  # noqa: E731
         wire = sum(len(gzip.compress(b, 6)) if compressible(u) else len(b) for u, b in loaded.items())
         assert not [u for u in loaded if "/translator/" in u]
+        assert not [u for u in box.requests if "/translator/explain-" in u], "the explainer loads only on a trace"
         print(f"\nfirst load: {raw / MB:.2f} MB as files, {wire / MB:.2f} MB gzip-compressed as static hosts send it, "
               f"{len(loaded)} files; loaded on first use: " + ", ".join(f"{k} {v / MB:.2f} MB" for k, v in lazy.items())
               + "; " + ", ".join(f"{f.name} {f.stat().st_size / MB:.2f} MB" for f in sorted(ASSETS.iterdir())))
@@ -325,5 +331,87 @@ def test_chapter_12s_box_translates_too(browser, site, shipped):
         for text in ("cat", "i have"):
             assert_same(box.type(text, beam=3), translation_details(model, data, text, beam_size=3))
         assert not box.console and not box.external, (box.console, box.external)
+    finally:
+        box.close()
+
+
+# -- the explainer: window.tlExplainer.trace, the same dict as transformer_lite.book.explain.trace --------------
+
+def assert_same_trace(page, py, where="trace") -> float:
+    """The page's trace is Python's: the same keys and lengths, equal strings, integers and booleans (the tokens,
+    ids, masks, config), every float within 1e-4, relative to the value where it is above 1 in size (float32 keeps
+    a raw attention score of 357, the grammar translator's largest, to 3e-5: two orders of its sum differ by 1e-4;
+    tools/web_export.py's _difference). Returns the largest difference of a float, so measured."""
+    if isinstance(py, dict):
+        assert isinstance(page, dict) and set(page) == set(py), f"{where}: keys {sorted(page)} != {sorted(py)}"
+        return max((assert_same_trace(page[k], v, f"{where}.{k}") for k, v in py.items()), default=0.0)
+    if isinstance(py, list):
+        assert isinstance(page, list) and len(page) == len(py), f"{where}: {str(page)[:80]} != Python's {str(py)[:80]}"
+        return max((assert_same_trace(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(page, py))), default=0.0)
+    if isinstance(py, float):
+        assert isinstance(page, (int, float)) and not isinstance(page, bool), f"{where}: {page!r} != {py!r}"
+        difference = abs(page - py) / max(1.0, abs(py))
+        assert difference <= TOL, f"{where}: {page!r} != Python's {py!r}"
+        return difference
+    assert page == py and isinstance(page, bool) == isinstance(py, bool), f"{where}: {page!r} != Python's {py!r}"
+    return 0.0
+
+
+def explained(key: str) -> list[str]:
+    """A held-out sentence and an awkward one (unknown words, upper case, punctuation) for each model."""
+    if key == "grammar":
+        return [tiny_translator()[1].test_pairs[0][0], "Will SHE drink TEA? xyzzy"]
+    return [real_data.split_pairs()["test"][0].english, REAL_AWKWARD[0]]
+
+
+TRACE_BAD = [  # (text, key, k) -> the error the page's API rejects with
+    (5, "grammar", None, "TypeError: text must be a string"),
+    ("   ", "grammar", None, "RangeError: text must hold an English sentence"),
+    ("i have a cat", "french", None, "RangeError: key must be one of grammar, real"),
+    ("i have a cat", None, None, "RangeError: key must be one of grammar, real"),
+    ("i have a cat", "grammar", 0, "RangeError: k must be a positive integer"),
+    ("i have a cat", "grammar", 2.5, "RangeError: k must be a positive integer"),
+    ("a " * 65, "grammar", None, "RangeError: text has 65 words; the model reads at most"),
+]
+
+
+# The grammar model over http, the real one from disk: what differs between the schemes is how the files load, and
+# each model's numbers are checked once; one page visit each, a few sentences.
+@pytest.mark.parametrize("key,scheme", [("grammar", "http"), ("real", "file")])
+def test_the_browsers_trace_is_pythons(browser, request, key, scheme):
+    base = (request.getfixturevalue("site") if scheme == "http"
+            else request.getfixturevalue("built").resolve().as_uri() + "/")
+    box = Box(browser, base, CAPSTONE)
+    try:
+        assert box.page.evaluate("tlExplainer.keys") == list(SHIPPED)
+        assert not [u for u in box.requests if "/translator/" in u], "nothing of the explainer loads with the page"
+        texts = explained(key)
+        calls = [(text, TOP_K) for text in texts] + [(texts[0], 2)]
+        t0 = time.perf_counter()
+        page = box.page.evaluate(
+            "async ([calls, key]) => { const out = [];"
+            " for (const [text, k] of calls) out.push(await tlExplainer.trace(text, key, k)); return out; }",
+            [calls, key])
+        seconds = time.perf_counter() - t0
+        worst = 0.0
+        for (text, k), mine in zip(calls, page):
+            worst = max(worst, assert_same_trace(mine, explain.trace(key, text, k=k), f"{key} {text!r} k={k}"))
+        other = next(k for k in SHIPPED if k != key)
+        assert box.loaded(f"explain-{key}.js") and not box.loaded(f"explain-{other}.js")
+        assert not box.loaded(f"model-{other}.js")
+        if key == "grammar":  # bad input: a rejected Promise with a clear Error, and the explainer still works
+            errors = box.page.evaluate(
+                "async (bad) => { const out = []; for (const [text, key, k] of bad) {"
+                " try { await tlExplainer.trace(text, key, k === null ? undefined : k); out.push(null); }"
+                " catch (e) { out.push(e.name + ': ' + e.message); } } return out; }",
+                [[text, k_, k] for text, k_, k, _ in TRACE_BAD])
+            for (text, _, _, says), got in zip(TRACE_BAD, errors):
+                assert got is not None and got.startswith(says), f"{str(text)[:20]!r}: {got!r}"
+            again = box.page.evaluate("t => tlExplainer.trace(t, 'grammar')", texts[1])
+            assert_same_trace(again, explain.trace(key, texts[1]))
+        print(f"\n{key} over {scheme}: {len(calls)} traces (the model and its explainer loaded by the first) in "
+              f"{seconds:.1f} s; largest difference from Python {worst:.1e}")
+        assert not box.external, f"requests to other hosts: {box.external}"
+        assert not box.console, f"console errors or warnings: {box.console}"
     finally:
         box.close()

@@ -7,7 +7,9 @@
  *   _static/tl/translator/ort-wasm.js     its WebAssembly, gzip + base64
  *   _static/tl/translator/model-KEY.js    the selected translator exported to ONNX by `make book`
  *                                         (tools/web_export.py), vocabularies, reading rules
- * and another model-KEY.js only when the reader selects that translator.
+ * and another model-KEY.js only when the reader selects that translator; and
+ *   _static/tl/translator/explain-KEY.js  the explainer's graphs, only when window.tlExplainer.trace is first
+ *                                         asked for a trace of translator KEY
  * Classic scripts, not fetch(): a page opened from disk (file://) may load scripts, not fetch files.
  * Every text it writes (status lines, captions) is looked up by its English in the box's settings.text, which
  * translator_box_html fills in the package's language (its catalog, transformer_lite/book/locale/zh_CN.po).
@@ -69,9 +71,11 @@
     return p;
   }
 
+  function baseOf(assets) { return new URL(modelRoot + assets, document.baseURI).href; }
+
   function load(assets, key) {  // the translator KEY (and the runtime, the first time), loaded once
     if (models[key]) return models[key];
-    var base = new URL(modelRoot + assets, document.baseURI).href;
+    var base = baseOf(assets);
     var p = models[key] = (async function () {
       var ort = (await Promise.all([loadRuntime(base), loadScript(base + "model-" + key + ".js")]))[0];
       var M = (self.tlTranslatorModels || {})[key];
@@ -219,6 +223,16 @@
     return best.ys;
   }
 
+  function topTokens(M, row, k) {  // one step's logits -> the k most probable [token, probability], best first
+    var V = row.length, max = -Infinity, sum = 0, v;
+    for (v = 0; v < V; v++) max = Math.max(max, row[v]);
+    var p = new Float64Array(V);
+    for (v = 0; v < V; v++) { p[v] = Math.exp(row[v] - max); sum += p[v]; }
+    var idx = Array.from({length: V}, function (_, i) { return i; });
+    idx.sort(function (a, c) { return p[c] - p[a] || a - c; });
+    return idx.slice(0, k).map(function (i) { return [M.tgt_vocab[i], p[i] / sum]; });
+  }
+
   async function details(R, text, K) {  // transformer_lite.book.translate.translation_details
     var M = R.M, t0 = performance.now();
     var read = readEnglish(text, M);
@@ -228,15 +242,7 @@
     var out = await decode(R, memory, read.ids, [[M.special.bos].concat(g.slice(0, -1))]);  // teacher-forced
     var V = M.tgt_vocab.length, T = g.length, S = read.ids.length, L = out.cross.dims[1], H = out.cross.dims[2];
     var steps = [], cross = [];
-    for (var t = 0; t < T; t++) {
-      var row = out.logits.data.subarray(t * V, (t + 1) * V), max = -Infinity, sum = 0, v;
-      for (v = 0; v < V; v++) max = Math.max(max, row[v]);
-      var p = new Float64Array(V);
-      for (v = 0; v < V; v++) { p[v] = Math.exp(row[v] - max); sum += p[v]; }
-      var idx = Array.from({length: V}, function (_, i) { return i; });
-      idx.sort(function (a, c) { return p[c] - p[a] || a - c; });
-      steps.push(idx.slice(0, M.decoding.top_k).map(function (i) { return [M.tgt_vocab[i], p[i] / sum]; }));
-    }
+    for (var t = 0; t < T; t++) steps.push(topTokens(M, out.logits.data.subarray(t * V, (t + 1) * V), M.decoding.top_k));
     var c = out.cross.data;
     for (var l = 0; l < L; l++) {
       var layer = [];
@@ -251,6 +257,101 @@
     return {model: M.key, text: text, words: read.words, unknown: read.unknown, greedy: g, beam: b, beam_size: K,
             greedy_text: words(g), beam_text: words(b), steps: steps, cross: cross, ms: performance.now() - t0};
   }
+
+  // -- the explainer: transformer_lite.book.explain.trace -------------------------------------
+  // A trace is every intermediate of one sentence through the translator KEY. The sentence is read and
+  // translated greedily by the box's own code (readEnglish, encode, greedy); the explainer's graphs
+  // (explain-KEY.js: explain.record_encoder and record_decoder exported by tools/web_export.py) then run it
+  // once, teacher-forced on that translation, and every output is one entry of the trace, named by its path
+  // ("encoder.0.attention_steps.q": explain.flat). No layer is computed here: only the top k of each step,
+  // from the logits, as the box does. tests/test_translator_web.py holds it equal to Python's trace.
+  var EXPLAINED = ["grammar", "real"];  // transformer_lite.book.translate.SHIPPED (the test compares)
+  var explainers = {};                  // key -> the promise of {R, X}
+
+  function pageAssets() {  // the box's assets folder, or the site's default on a page without a box
+    var s = document.querySelector("script.tl-tr-settings");
+    return s ? JSON.parse(s.textContent).assets : "_static/tl/translator/";
+  }
+
+  function loadExplainer(key) {  // the translator KEY and its explainer's graphs, loaded once, on first use
+    if (explainers[key]) return explainers[key];
+    var assets = pageAssets(), base = baseOf(assets);
+    var p = explainers[key] = (async function () {
+      var R = (await Promise.all([load(assets, key), loadScript(base + "explain-" + key + ".js")]))[0];
+      var X = (self.tlExplainModels || {})[key];
+      if (!X) throw new Error("explain-" + key + ".js holds no explainer " + key);
+      var opts = {executionProviders: ["wasm"], graphOptimizationLevel: "all"};
+      X.enc = await R.ort.InferenceSession.create(await gunzip(X.encoder), opts);
+      X.dec = await R.ort.InferenceSession.create(await gunzip(X.decoder), opts);
+      return {R: R, X: X};
+    })();
+    p.catch(function () { if (explainers[key] === p) delete explainers[key]; });  // a failed load may be retried
+    return p;
+  }
+
+  function nested(tensor, scale) {  // an output tensor as nested arrays; floats rounded as explain._floats does
+    var data = tensor.data, dims = tensor.dims, isFloat = tensor.type === "float32", at = 0;
+    var value = function () { var v = data[at++]; return isFloat ? Math.round(v * scale) / scale : Number(v); };
+    function build(d) {
+      var out = new Array(dims[d]);
+      for (var i = 0; i < dims[d]; i++) out[i] = d === dims.length - 1 ? value() : build(d + 1);
+      return out;
+    }
+    return dims.length ? build(0) : value();
+  }
+
+  function unflatten(into, names, outputs, scale) {  // "encoder.0.norm1.input" -> into.encoder[0].norm1.input
+    names.forEach(function (name) {
+      var path = name.split(".").map(function (p) { return /^\d+$/.test(p) ? +p : p; }), obj = into;
+      for (var i = 0; i < path.length - 1; i++) {
+        if (obj[path[i]] === undefined) obj[path[i]] = typeof path[i + 1] === "number" ? [] : {};
+        obj = obj[path[i]];
+      }
+      obj[path[path.length - 1]] = nested(outputs[name], scale);
+    });
+    return into;
+  }
+
+  async function explainTrace(E, text, key, k) {  // transformer_lite.book.explain.trace
+    var R = E.R, X = E.X, M = R.M, ort = R.ort, scale = Math.pow(10, X.decimals);
+    var read = readEnglish(text, M);
+    var memory = await encode(R, read.ids);
+    var g = await greedy(R, memory, read.ids);  // the box's greedy line
+    var ysIn = [M.special.bos].concat(g.slice(0, -1));  // row t reads what comes before g[t]
+    var S = read.ids.length, T = ysIn.length;
+    var src = new ort.Tensor("int64", ids64([read.ids]), [1, S]);
+    var enc = await X.enc.run({src: src});
+    var mem = enc.memory;
+    var dec = await X.dec.run({memory: new ort.Tensor("float32", mem.data, [1, S, mem.dims[1]]), src: src,
+                               ys: new ort.Tensor("int64", ids64([ysIn]), [1, T])});
+    var tok = function (i) { return M.tgt_vocab[i]; };
+    var out = {key: key, text: text, k: k, config: X.config, src_tokens: read.words, src_ids: read.ids,
+               unknown: read.unknown, tgt_tokens: g.map(tok), tgt_ids: g, decoder_input_tokens: ysIn.map(tok)};
+    unflatten(out, X.enc.outputNames, enc, scale);
+    unflatten(out, X.dec.outputNames.filter(function (n) { return n !== "logits"; }), dec, scale);
+    var V = M.tgt_vocab.length, logits = dec.logits.data, steps = [];
+    for (var t = 0; t < T; t++) {
+      steps.push(topTokens(M, logits.subarray(t * V, (t + 1) * V), Math.min(k, V)).map(function (c) {
+        return [c[0], Math.round(c[1] * scale) / scale];
+      }));
+    }
+    out.steps = steps;
+    return out;
+  }
+
+  window.tlExplainer = {
+    keys: EXPLAINED.slice(),
+    // every intermediate of translator KEY on TEXT (and the K most probable tokens of each step, by default
+    // the box's): a Promise of the dict transformer_lite.book.explain.trace(key, text, k) returns
+    trace: async function (text, key, k) {
+      if (typeof text !== "string") throw new TypeError("text must be a string (an English sentence), got " + typeof text);
+      if (!text.trim()) throw new RangeError("text must hold an English sentence, got " + JSON.stringify(text));
+      if (EXPLAINED.indexOf(key) < 0) throw new RangeError("key must be one of " + EXPLAINED.join(", ") + ", got " + String(key));
+      if (k !== undefined && !(Number.isInteger(k) && k >= 1)) throw new RangeError("k must be a positive integer, got " + String(k));
+      var E = await loadExplainer(key);
+      return enqueue(function () { return explainTrace(E, text, key, k === undefined ? E.R.M.decoding.top_k : k); });
+    }
+  };
 
   // -- the page -------------------------------------------------------------------------------
   // Every text the reader sees, in the page's language: the English template is the key into the box's
