@@ -517,6 +517,7 @@ def setup(app):
     app.connect("html-page-context", shared_static, priority=100)  # before the themes' handlers use pathto
     app.connect("html-page-context", unblocked_scripts, priority=950)  # after the extensions added theirs
     app.connect("doctree-resolved", lazy_explore_data)
+    app.setup_extension("tl_explainer")  # the explainer's view, {tl-explainer} (tools/sphinx_ext/tl_explainer.py)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 
 

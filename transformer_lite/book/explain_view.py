@@ -1,0 +1,229 @@
+"""The explainer's page on the static site: the reader's sentence through a shipped translator, one step at a time.
+
+:func:`explainer_html` writes the view's controls (a sentence box, the translator to use, a start button, the step
+control) with its settings; ``tools/site_assets/tl-explainer.js`` brings it to life. Nothing heavy loads with the
+page: when the reader presses start (or follows a link that names a step), the script asks
+``window.tlExplainer.trace`` (``tools/site_assets/tl-translator.js``: the shipped translator and its explainer's
+graphs in ONNX Runtime Web, equal to :func:`transformer_lite.book.explain.trace`) for the sentence's trace, and
+draws each step from it.
+
+The steps, each with an id that a link can name (``?s=<sentence>&step=<id>&model=<key>``; layers count from 1):
+
+* ``tokens`` (chapter 1), ``embedding`` (chapters 1 and 2: the scaled embedding, the positional encoding, their sum);
+* for each encoder layer ``L``: ``encL-qkv``, ``encL-scores``, ``encL-scaled``, ``encL-mask``, ``encL-softmax``,
+  ``encL-weighted`` (chapter 3's six steps, one head at a time), ``encL-heads`` (chapter 4: the heads side by side),
+  ``encL-concat`` (the heads concatenated, then W_O), ``encL-norm1`` (chapter 5: the residual and LayerNorm, norms
+  before and after), ``encL-ffn`` (the FFN and the second Add & Norm);
+* ``memory`` (chapter 8: what every cross-attention reads);
+* for each decoder layer ``L``: ``decL-causal`` (chapter 7: the causal mask on the scaled scores), ``decL-self``
+  (the masked self-attention's heads and the Add & Norm), ``decL-cross`` (chapter 9: cross-attention drawn as an
+  alignment of the English and the Chinese), ``decL-ffn``;
+* ``lens`` (the logit lens: each decoder layer's output read through the output projection), ``next`` (chapter
+  12: the most probable next tokens of each step, and greedy's choice).
+
+Every text the script writes is an English template in :data:`VIEW_TEXTS`, handed to it in the page's language
+(the package's catalog), as the translator box does.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+
+from .i18n import N_, language, tr
+from .translate import SHIPPED, _check_key, shipped_examples
+
+__all__ = ["explainer_html", "as_typed", "VIEW_TEXTS", "CHAPTERS", "step_ids"]
+
+# The chapters a step links to (tl-explainer.js names them by number): number -> the notebook's page name
+CHAPTERS = {1: "01_tokens_and_embeddings", 2: "02_positional_encoding", 3: "03_self_attention",
+            4: "04_multi_head_attention", 5: "05_add_norm_ffn", 7: "07_masking", 8: "08_encoder", 9: "09_decoder",
+            12: "12_inference"}
+
+# The kinds of step, in order within their part (the module's docstring); tl-explainer.js builds the list from a
+# trace's config, and tests/test_explainer_web.py compares its ids with these.
+ENCODER_STEPS = ("qkv", "scores", "scaled", "mask", "softmax", "weighted", "heads", "concat", "norm1", "ffn")
+DECODER_STEPS = ("causal", "self", "cross", "ffn")
+
+
+def step_ids(num_encoder_layers: int, num_decoder_layers: int, lens: bool = True) -> list[str]:
+    """Every step id of a model with these numbers of layers, in the view's order (``lens``: a trace that holds
+    the logit lens, ``logit_lens``, has its step)."""
+    return (["tokens", "embedding"]
+            + [f"enc{i}-{s}" for i in range(1, num_encoder_layers + 1) for s in ENCODER_STEPS] + ["memory"]
+            + [f"dec{i}-{s}" for i in range(1, num_decoder_layers + 1) for s in DECODER_STEPS]
+            + (["lens"] if lens else []) + ["next"])
+
+
+# the controls' labels (tr()'d when the HTML is written; "English", "Translator" and "Examples:" are the box's)
+_START, _PREVIOUS, _NEXT, _STEP, _NO_SCRIPT = (N_("Start"), N_("← Previous"), N_("Next →"), N_("Step"),
+                                              N_("The explainer needs JavaScript."))
+_PRESS_START = N_("Press “Start” to load the translator and follow your sentence through it, one step at a time.")
+# Every text tl-explainer.js writes, by its English ({field}s filled by the script); tests/test_explainer_web.py
+# checks that every say(v, "...") of the script is listed here and that the catalog translates each.
+VIEW_TEXTS = (
+    # status lines
+    N_("Loading the translator and its explainer into your browser (once)…"),
+    N_("Explained in your browser in {ms} ms: {n} steps."),
+    N_("The explainer could not run here: {error}"),
+    N_("text holds no words: type an English sentence"),
+    N_("text has {n} words; the model reads at most {max_words}"),
+    N_("Step {i} of {n}: {title}"),
+    N_("The step {step} does not exist for this translator: showing the first step."),
+    # controls
+    N_("Explain this sentence"),
+    N_("head"),
+    N_("Read more: chapter {n}"),
+    N_("The numbers"),
+    N_("token"),
+    N_("writes"),
+    N_("reads"),
+    N_("step"),
+    N_("norm"),
+    N_("mean"),
+    N_("standard deviation"),
+    # step titles (the layer's number is filled in)
+    N_("Tokens"),
+    N_("Embedding and positions"),
+    N_("Encoder layer {layer}: Q, K and V"),
+    N_("Encoder layer {layer}: scores"),
+    N_("Encoder layer {layer}: scaled scores"),
+    N_("Encoder layer {layer}: the mask"),
+    N_("Encoder layer {layer}: softmax"),
+    N_("Encoder layer {layer}: weighted sum of V"),
+    N_("Encoder layer {layer}: the heads side by side"),
+    N_("Encoder layer {layer}: concatenation and W_O"),
+    N_("Encoder layer {layer}: residual and LayerNorm"),
+    N_("Encoder layer {layer}: feed-forward network"),
+    N_("The memory"),
+    N_("Decoder layer {layer}: the causal mask"),
+    N_("Decoder layer {layer}: masked self-attention"),
+    N_("Decoder layer {layer}: cross-attention"),
+    N_("Decoder layer {layer}: feed-forward network"),
+    N_("The logit lens"),
+    N_("The next token"),
+    # what each step says
+    N_("The model reads {n} tokens: your sentence in lower case, cut into words (and punctuation), each looked up "
+       "in its English vocabulary; a word it does not know becomes <unk>. A token's id is its row in the embedding "
+       "matrix."),
+    N_("id"),
+    N_("Unknown to the model, read as <unk>: {words}."),
+    N_("Its greedy translation has {t} tokens: {words}"),
+    N_("Each token's row of the embedding matrix is multiplied by √d_model = {scale}, then the positional encoding "
+       "of its position is added. The sum, one row of {d} numbers per token, is what the first encoder layer reads."),
+    N_("scaled embedding"),
+    N_("positional encoding"),
+    N_("their sum: the encoder's input"),
+    N_("Step 1 of attention: the layer's input x (one row per token) is multiplied by W_Q, W_K and W_V and split "
+       "into {h} heads of {dh} numbers. Head {head}'s queries, keys and values:"),
+    N_("Step 2: each query is compared with every key by a dot product, q·k. Row = query token, column = key "
+       "token (head {head})."),
+    N_("Step 3: the scores are divided by √d_k = √{dh} = {root}, so that their spread does not grow with the width "
+       "of a head (head {head})."),
+    N_("Step 4: the mask. One English sentence has no padding, so the encoder blocks no key: every token may read "
+       "every token, before and after it."),
+    N_("Step 4: the causal mask. A grey cell is blocked (score −∞): row t may read the tokens up to t, never a "
+       "later one, as when the decoder writes one token at a time (head {head})."),
+    N_("Step 5: softmax along each row turns the scaled scores into weights that sum to 1: how much each query "
+       "token reads from each key token (head {head})."),
+    N_("Step 6: each token's output is the weighted sum of the value vectors, weights times V (head {head})."),
+    N_("The {h} heads of this layer, each with its own W_Q, W_K and W_V, attend in their own ways: each square is "
+       "one head's weights."),
+    N_("The {h} heads' outputs are concatenated back to {d} numbers per token (one block per head), then "
+       "multiplied by W_O: the layer's attention output."),
+    N_("concatenated heads"),
+    N_("after W_O"),
+    N_("Add & Norm: the sub-layer's output is added to its input (the residual), then LayerNorm brings each row "
+       "back to mean 0 and standard deviation 1 (before its γ and β). The norms of each token's vector:"),
+    N_("The feed-forward network: the same two-layer network at every position, {d} → {dff} → {d}. Its hidden "
+       "activations after ReLU ({zero} % of them are 0):"),
+    N_("the FFN's output"),
+    N_("The memory is the encoder's output, one vector of {d} numbers per English token. Every cross-attention of "
+       "the decoder reads it as its keys and values."),
+    N_("The decoder reads <bos> and its own translation so far, one token per row. Head {head}'s scaled scores "
+       "with the causal mask:"),
+    N_("The masked self-attention's heads: each row t reads only the tokens up to t."),
+    N_("Cross-attention: queries from the decoder (the Chinese it is writing), keys and values from the memory "
+       "(the English). Each line links a Chinese token to the English tokens it reads; the darker the line, the "
+       "larger the weight."),
+    N_("Each row of the table is one decoding step: the token it writes, and how much it reads from each English "
+       "token."),
+    N_("The logit lens: each decoder layer's output read through the final projection onto the vocabulary. Which "
+       "token would the model write if it stopped after that layer? The right one appears when a layer's top "
+       "token becomes the greedy choice."),
+    N_("after decoder layer {layer}"),
+    N_("At each step the decoder's output goes through the projection onto the Chinese vocabulary and a softmax. "
+       "These are the {k} most probable next tokens; greedy decoding writes the first."),
+    N_("The translation: {words}"),
+    N_("cross-attention weights, layer {layer}"),
+)
+
+
+def _check_static(static) -> str:
+    if not isinstance(static, str):
+        raise TypeError(f"static must be a str (the page's relative path to the site's _static/), got "
+                        f"{type(static).__name__}")
+    if not static.endswith("_static/") or re.search(r"[\"'<>\s]", static):
+        raise ValueError(f"static must be a relative path ending in '_static/' without quotes or spaces, got "
+                         f"{static!r}")
+    return static
+
+
+def as_typed(text: str, key: str) -> str:
+    """An example sentence as a person would type it. The grammar translator's sentences are stored as it reads them
+    ("does he play football in the library ?"); shown with a capital, "I" and the "?" at the word ("Does he play
+    football in the library?"), they read the same (the grammar's reading lowers the case and splits "?" apart).
+    The real sentences are already as written."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str (an English sentence), got {type(text).__name__}")
+    if _check_key(key) != "grammar":
+        return text
+    words = ["I" if w == "i" else w for w in text.split()]
+    typed = " ".join(words).replace(" ?", "?")
+    return typed[:1].upper() + typed[1:]
+
+
+def explainer_html(key: str = "grammar", static: str = "_static/", chapters: str = "../notebooks/") -> str:
+    """The view's HTML: its controls, the settings its script reads, and the tags that load its script and style.
+
+    ``key``: the translator it opens on (``"grammar"`` or ``"real"``); ``static``: the page's relative path to the
+    site's ``_static/`` (the English edition's: the Chinese pages load its files); ``chapters``: the page's relative
+    path to the chapters' pages. Raises ``TypeError``/``ValueError`` naming the argument.
+    """
+    _check_key(key)
+    _check_static(static)
+    if not isinstance(chapters, str) or not chapters.endswith("/"):
+        raise ValueError(f"chapters must be a relative path ending in '/', got {chapters!r}")
+    models = {k: dict(label=tr(label), examples=[as_typed(e, k) for e in shipped_examples(k)])
+              for k, label in SHIPPED.items()}
+    settings = dict(model=key, models=models, language=language(),
+                    chapters={str(n): f"{chapters}{name}.html" for n, name in CHAPTERS.items()},
+                    text={english: tr(english) for english in VIEW_TEXTS})
+    data_json = json.dumps(settings, ensure_ascii=False).replace("<", "\\u003c")  # nothing can close the <script>
+    first = models[key]["examples"][0]
+    options = "".join(f'<option value="{k}"{" selected" if k == key else ""}>{html.escape(m["label"])}</option>'
+                      for k, m in models.items())
+    examples = "".join(
+        f'<div class="tlx-row tlx-examples" data-tl-model="{k}"{"" if k == key else " hidden"}>'
+        f'<span>{html.escape(tr("Examples:"))}</span>'
+        + "".join(f'<button type="button" class="tlx-example">{html.escape(e)}</button>' for e in m["examples"])
+        + "</div>" for k, m in models.items())
+    return (
+        f'<link rel="stylesheet" href="{static}tl/tl-explainer.css">'
+        f'<div class="tl-explainer" data-tl-state="idle" data-tl-model="{key}">'
+        f'<script type="application/json" class="tlx-settings">{data_json}</script>'
+        '<div class="tlx-row">'
+        f'<label>{html.escape(tr("English"))} <input type="text" class="tlx-input" autocomplete="off" '
+        f'spellcheck="false" value="{html.escape(first)}"></label>'
+        f'<label>{html.escape(tr("Translator"))} <select class="tlx-model">{options}</select></label>'
+        f'<button type="button" class="tlx-start">{html.escape(tr(_START))}</button></div>'
+        f'{examples}'
+        '<div class="tlx-row tlx-nav" hidden>'
+        f'<button type="button" class="tlx-prev" aria-keyshortcuts="ArrowLeft">{html.escape(tr(_PREVIOUS))}</button>'
+        f'<label>{html.escape(tr(_STEP))} <select class="tlx-step-select"></select></label>'
+        f'<button type="button" class="tlx-next" aria-keyshortcuts="ArrowRight">{html.escape(tr(_NEXT))}</button>'
+        f'<label class="tlx-head-label">{html.escape(tr("head"))} <select class="tlx-head"></select></label></div>'
+        f'<p class="tlx-status" role="status" aria-live="polite">{html.escape(tr(_PRESS_START))}</p>'
+        '<section class="tlx-view" tabindex="-1" aria-live="off"></section>'
+        f'<noscript>{html.escape(tr(_NO_SCRIPT))}</noscript>'
+        f'<script src="{static}tl/tl-explainer.js" defer></script></div>')
