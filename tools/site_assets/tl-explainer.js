@@ -619,8 +619,8 @@
       var want = wanted || was || v.steps[0].id, at = v.steps.findIndex(function (s) { return s.id === want; });
       go(v, at < 0 ? 0 : at);
       var note = say(v, "Explained in your browser in {ms} ms: {n} steps.", {ms: Math.round(v.ms), n: v.steps.length});
-      if (at < 0) note += " " + say(v, "The step {step} does not exist for this translator: showing the first step.", {step: want});
-      setStatus(v, note + " " + v.q(".tlx-status").textContent);
+      if (at < 0) note += (v.settings.language === "zh" ? "" : " ") + say(v, "The step {step} does not exist for this translator: showing the first step.", {step: want});
+      setStatus(v, note + (v.settings.language === "zh" ? "" : " ") + v.q(".tlx-status").textContent);
       v.q(".tlx-start").textContent = say(v, "Explain this sentence");
       v.root.dataset.tlState = "ready";
     }, function (e) {

@@ -33,7 +33,7 @@ import re
 from .i18n import N_, language, tr
 from .translate import SHIPPED, _check_key, shipped_examples
 
-__all__ = ["explainer_html", "as_typed", "VIEW_TEXTS", "CHAPTERS", "step_ids"]
+__all__ = ["explainer_html", "as_typed", "VIEW_TEXTS", "STEP_TITLES", "CHAPTERS", "step_ids", "step_title"]
 
 # The chapters a step links to (tl-explainer.js names them by number): number -> the notebook's page name
 CHAPTERS = {1: "01_tokens_and_embeddings", 2: "02_positional_encoding", 3: "03_self_attention",
@@ -55,13 +55,49 @@ def step_ids(num_encoder_layers: int, num_decoder_layers: int, lens: bool = True
             + (["lens"] if lens else []) + ["next"])
 
 
-# the controls' labels (tr()'d when the HTML is written; "English", "Translator" and "Examples:" are the box's)
+# Each kind of step's title (the layer's number is filled in), by its id without the layer: "enc-qkv" is the title
+# of enc1-qkv, enc2-qkv...
+STEP_TITLES = {
+    "tokens": N_("Tokens"),
+    "embedding": N_("Embedding and positions"),
+    "enc-qkv": N_("Encoder layer {layer}: Q, K and V"),
+    "enc-scores": N_("Encoder layer {layer}: scores"),
+    "enc-scaled": N_("Encoder layer {layer}: scaled scores"),
+    "enc-mask": N_("Encoder layer {layer}: the mask"),
+    "enc-softmax": N_("Encoder layer {layer}: softmax"),
+    "enc-weighted": N_("Encoder layer {layer}: weighted sum of V"),
+    "enc-heads": N_("Encoder layer {layer}: the heads side by side"),
+    "enc-concat": N_("Encoder layer {layer}: concatenation and W_O"),
+    "enc-norm1": N_("Encoder layer {layer}: residual and LayerNorm"),
+    "enc-ffn": N_("Encoder layer {layer}: feed-forward network"),
+    "memory": N_("The memory"),
+    "dec-causal": N_("Decoder layer {layer}: the causal mask"),
+    "dec-self": N_("Decoder layer {layer}: masked self-attention"),
+    "dec-cross": N_("Decoder layer {layer}: cross-attention"),
+    "dec-ffn": N_("Decoder layer {layer}: feed-forward network"),
+    "lens": N_("The logit lens"),
+    "next": N_("The next token"),
+}
+
+
+def step_title(step_id: str) -> str:
+    """The title the view shows for ``step_id`` ("enc2-scores": "Encoder layer 2: scores"), in the current language."""
+    m = re.fullmatch(r"(enc|dec)(\d+)-(\w+)", step_id) if isinstance(step_id, str) else None
+    kind = f"{m[1]}-{m[3]}" if m else step_id
+    if not isinstance(step_id, str) or kind not in STEP_TITLES or (m is None and "-" in kind):
+        raise ValueError(f"step_id must be a step of the view ({', '.join(STEP_TITLES)}, with a layer for enc/dec), "
+                         f"got {step_id!r}")
+    return tr(STEP_TITLES[kind], layer=int(m[2])) if m else tr(STEP_TITLES[kind])
+
+
+# the controls' labels, tr()'d when the HTML is written (the first three are the translator box's too)
+_ENGLISH, _TRANSLATOR, _EXAMPLES = N_("English"), N_("Translator"), N_("Examples:")
 _START, _PREVIOUS, _NEXT, _STEP, _NO_SCRIPT = (N_("Start"), N_("← Previous"), N_("Next →"), N_("Step"),
                                               N_("The explainer needs JavaScript."))
 _PRESS_START = N_("Press “Start” to load the translator and follow your sentence through it, one step at a time.")
 # Every text tl-explainer.js writes, by its English ({field}s filled by the script); tests/test_explainer_web.py
 # checks that every say(v, "...") of the script is listed here and that the catalog translates each.
-VIEW_TEXTS = (
+VIEW_TEXTS = tuple(STEP_TITLES.values()) + (
     # status lines
     N_("Loading the translator and its explainer into your browser (once)…"),
     N_("Explained in your browser in {ms} ms: {n} steps."),
@@ -82,26 +118,6 @@ VIEW_TEXTS = (
     N_("norm"),
     N_("mean"),
     N_("standard deviation"),
-    # step titles (the layer's number is filled in)
-    N_("Tokens"),
-    N_("Embedding and positions"),
-    N_("Encoder layer {layer}: Q, K and V"),
-    N_("Encoder layer {layer}: scores"),
-    N_("Encoder layer {layer}: scaled scores"),
-    N_("Encoder layer {layer}: the mask"),
-    N_("Encoder layer {layer}: softmax"),
-    N_("Encoder layer {layer}: weighted sum of V"),
-    N_("Encoder layer {layer}: the heads side by side"),
-    N_("Encoder layer {layer}: concatenation and W_O"),
-    N_("Encoder layer {layer}: residual and LayerNorm"),
-    N_("Encoder layer {layer}: feed-forward network"),
-    N_("The memory"),
-    N_("Decoder layer {layer}: the causal mask"),
-    N_("Decoder layer {layer}: masked self-attention"),
-    N_("Decoder layer {layer}: cross-attention"),
-    N_("Decoder layer {layer}: feed-forward network"),
-    N_("The logit lens"),
-    N_("The next token"),
     # what each step says
     N_("The model reads {n} tokens: your sentence in lower case, cut into words (and punctuation), each looked up "
        "in its English vocabulary; a word it does not know becomes <unk>. A token's id is its row in the embedding "
@@ -205,7 +221,7 @@ def explainer_html(key: str = "grammar", static: str = "_static/", chapters: str
                       for k, m in models.items())
     examples = "".join(
         f'<div class="tlx-row tlx-examples" data-tl-model="{k}"{"" if k == key else " hidden"}>'
-        f'<span>{html.escape(tr("Examples:"))}</span>'
+        f'<span>{html.escape(tr(_EXAMPLES))}</span>'
         + "".join(f'<button type="button" class="tlx-example">{html.escape(e)}</button>' for e in m["examples"])
         + "</div>" for k, m in models.items())
     return (
@@ -213,9 +229,9 @@ def explainer_html(key: str = "grammar", static: str = "_static/", chapters: str
         f'<div class="tl-explainer" data-tl-state="idle" data-tl-model="{key}">'
         f'<script type="application/json" class="tlx-settings">{data_json}</script>'
         '<div class="tlx-row">'
-        f'<label>{html.escape(tr("English"))} <input type="text" class="tlx-input" autocomplete="off" '
+        f'<label>{html.escape(tr(_ENGLISH))} <input type="text" class="tlx-input" autocomplete="off" '
         f'spellcheck="false" value="{html.escape(first)}"></label>'
-        f'<label>{html.escape(tr("Translator"))} <select class="tlx-model">{options}</select></label>'
+        f'<label>{html.escape(tr(_TRANSLATOR))} <select class="tlx-model">{options}</select></label>'
         f'<button type="button" class="tlx-start">{html.escape(tr(_START))}</button></div>'
         f'{examples}'
         '<div class="tlx-row tlx-nav" hidden>'
