@@ -214,6 +214,24 @@ def test_the_last_layer_through_the_output_projection_gives_the_models_logits_an
         assert row[0][0] == token
 
 
+@pytest.mark.parametrize("key,i", CASES)
+def test_the_logit_lens_reads_each_decoder_layer_through_the_output_projection(key, i):
+    """Each layer's lens is the top k of its output (norm3's, from the trace) through the output projection; the
+    last layer's is the model's own next-token choice (``steps``), and the lens has one entry per layer."""
+    tr = case(key, i)
+    model = _model(key)
+    out, itos = model.output_projection, explain._shipped(key)[1].tgt_vocab.itos
+    assert model.decoder.norm is None  # the shipped translators are Post-LN: the lens reads norm3's output as it is
+    assert len(tr["logit_lens"]) == tr["config"]["num_decoder_layers"] and tr["logit_lens"][-1] == tr["steps"]
+    for layer, lens in zip(tr["decoder"], tr["logit_lens"]):
+        logits = t(layer["norm3"]["output"]) @ out.weight.double().T + out.bias.double()  # (T, D) -> (T, V)
+        p, top = torch.softmax(logits, -1).topk(TOP_K, dim=-1)
+        assert len(lens) == len(tr["tgt_tokens"])
+        for row, ps, ids in zip(lens, p.tolist(), top.tolist()):
+            assert [w for w, _ in row] == [itos[j] for j in ids]
+            assert [q for _, q in row] == pytest.approx(ps, abs=TOL)
+
+
 @pytest.mark.parametrize("key", KEYS)
 def test_the_trace_translates_as_the_box_does(key):
     model, data = explain._shipped(key)
@@ -233,8 +251,9 @@ def test_k_sets_the_candidates_and_the_trace_leaves_no_hook_behind(key):
     tr = traced(key, sentences(key)[0], k=1)
     assert all(len(row) == 1 for row in tr["steps"])
     assert [row[0][0] for row in tr["steps"]] == tr["tgt_tokens"]
-    assert {name: v for name, v in tr.items() if name not in ("k", "steps")} == \
-        {name: v for name, v in traced(key, sentences(key)[0]).items() if name not in ("k", "steps")}
+    assert all(len(row) == 1 for layer in tr["logit_lens"] for row in layer)
+    assert {name: v for name, v in tr.items() if name not in ("k", "steps", "logit_lens")} == \
+        {name: v for name, v in traced(key, sentences(key)[0]).items() if name not in ("k", "steps", "logit_lens")}
     model = _model(key)
     assert not any(m._forward_hooks for m in model.modules())
 
@@ -277,11 +296,13 @@ def test_the_trace_is_json_and_its_size_is_bounded(key):
         n = numbers({name: tr[name] for name in ARRAYS})
         assert n == expected_numbers(tr["config"], S, T)
         size = len(text_json.encode())
-        assert size <= BYTES_PER_NUMBER * n + 40 * T * TOP_K + 2_000  # the top-k pairs: a token and a float
+        pairs = 40 * T * TOP_K * (1 + len(tr["logit_lens"]))  # the top-k pairs, a token and a float: steps and lens
+        assert size <= BYTES_PER_NUMBER * n + pairs + 2_000
         sizes.append(size)
     assert max(sizes[:-1]) < {"grammar": 600_000, "real": 1_500_000}[key], sizes  # typical sentences
     c, model = longest["config"], _model(key)
-    worst = BYTES_PER_NUMBER * expected_numbers(c, model.max_len, MAX_NEW_TOKENS) + 40 * MAX_NEW_TOKENS * TOP_K + 2_000
+    worst = (BYTES_PER_NUMBER * expected_numbers(c, model.max_len, MAX_NEW_TOKENS)
+             + 40 * MAX_NEW_TOKENS * TOP_K * (1 + c["num_decoder_layers"]) + 2_000)
     assert sizes[-1] <= worst <= MAX_JSON_BYTES
     floats = [v for row in case(key, 0)["memory"] for v in row]
     assert all(round(v, DECIMALS) == v for v in floats)
@@ -320,9 +341,11 @@ def test_the_records_are_the_traces_tensors_and_refuse_bad_input():
         model.train(was_training)
     names = dict(explain.flat(enc) + explain.flat(dec))
     assert "encoder.0.attention_steps.q" in names and "decoder.1.norm3.output" in names and "logits" in names
+    lens = [names[f"logit_lens.{i}"] for i in range(len(tr["decoder"]))]  # one (T, V) per decoder layer
+    torch.testing.assert_close(lens[-1], names["logits"])
     assert names["encoder.0.attention_steps.mask"].dtype == torch.int32  # the browser gets 0/1 integers
     for name, value in names.items():
-        if name == "logits":
+        if name == "logits" or name.startswith("logit_lens."):  # the trace keeps their top k (the lens's test)
             continue
         node = tr
         for part in name.split("."):

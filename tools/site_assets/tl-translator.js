@@ -327,15 +327,22 @@
     var tok = function (i) { return M.tgt_vocab[i]; };
     var out = {key: key, text: text, k: k, config: X.config, src_tokens: read.words, src_ids: read.ids,
                unknown: read.unknown, tgt_tokens: g.map(tok), tgt_ids: g, decoder_input_tokens: ysIn.map(tok)};
+    // the logits and the logit lens's (T, V) per layer are read as their top k, as explain.trace does
+    var lens = X.dec.outputNames.filter(function (n) { return /^logit_lens\.\d+$/.test(n); });
     unflatten(out, X.enc.outputNames, enc, scale);
-    unflatten(out, X.dec.outputNames.filter(function (n) { return n !== "logits"; }), dec, scale);
-    var V = M.tgt_vocab.length, logits = dec.logits.data, steps = [];
-    for (var t = 0; t < T; t++) {
-      steps.push(topTokens(M, logits.subarray(t * V, (t + 1) * V), Math.min(k, V)).map(function (c) {
-        return [c[0], Math.round(c[1] * scale) / scale];
-      }));
-    }
-    out.steps = steps;
+    unflatten(out, X.dec.outputNames.filter(function (n) { return n !== "logits" && lens.indexOf(n) < 0; }), dec, scale);
+    var V = M.tgt_vocab.length;
+    var topK = function (logits) {
+      var steps = [];
+      for (var t = 0; t < T; t++) {
+        steps.push(topTokens(M, logits.subarray(t * V, (t + 1) * V), Math.min(k, V)).map(function (c) {
+          return [c[0], Math.round(c[1] * scale) / scale];
+        }));
+      }
+      return steps;
+    };
+    out.steps = topK(dec.logits.data);
+    if (lens.length) out.logit_lens = lens.map(function (n) { return topK(dec[n].data); });
     return out;
   }
 

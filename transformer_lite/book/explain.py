@@ -57,6 +57,9 @@ The keys:
 * ``steps`` (T lists of ``k`` pairs): at each decoding step, the ``k`` most probable next tokens as
   ``[token, probability]``, most probable first (the softmax of ``decoder_output`` W_out^T + b: chapter 9's
   last two boxes). Row t's first token is ``tgt_tokens[t]``: greedy decoding takes it.
+* ``logit_lens`` (one entry per decoder layer, each as ``steps``): the logit lens, each decoder layer's output
+  (its ``norm3["output"]``) read through the stack's final LayerNorm, if any, and the output projection, as if the
+  model stopped after that layer: at which layer does the greedy token come first? The last entry is ``steps``.
 
 Size (what a browser has to parse): floats are rounded to :data:`DECIMALS` decimals (float32 keeps about 7
 significant digits; most values here are of order 0.1 to 10, so rounding changes each by at most 5e-7 and
@@ -233,7 +236,8 @@ def record_encoder(model, src: torch.Tensor) -> dict:
 def record_decoder(model, memory: torch.Tensor, src: torch.Tensor, ys_in: torch.Tensor) -> dict:
     """The decoder's side of a trace as tensors: ``memory`` (1, S, D) from :func:`record_encoder`, ``src``
     (1, S), ``ys_in`` (1, T) the decoder's input. ``target_embedding``, ``decoder``, ``decoder_output`` and
-    ``logits`` (T, V), from which :func:`trace` takes the top ``k`` of each step. As :func:`record_encoder`."""
+    ``logits`` (T, V), from which :func:`trace` takes the top ``k`` of each step, and ``logit_lens``, one (T, V) per
+    layer (the module's docstring). As :func:`record_encoder`."""
     _check_model(model)
     _check_ids("src", src)
     _check_ids("ys_in", ys_in)
@@ -256,8 +260,12 @@ def record_decoder(model, memory: torch.Tensor, src: torch.Tensor, ys_in: torch.
                     norm2=_one(rec["norms"][(i, "norm2")]), ffn=_one(rec["ffns"][i]),
                     norm3=_one(rec["norms"][(i, "norm3")]))
                for i, (s, c) in enumerate(zip(rec["self"], rec["cross"]))]
+    # the logit lens: each layer's output read as the last layer's is, through the stack's final LayerNorm (when
+    # the model has one) and the output projection; the last layer's are the logits themselves
+    final = model.decoder.norm if model.decoder.norm is not None else (lambda h: h)
+    logit_lens = [model.output_projection(final(d["norm3"]["output"])) for d in decoder]  # each (T, V)
     return dict(target_embedding=target_embedding, decoder=decoder, decoder_output=_one(decoder_output),
-                logits=logits[0])
+                logits=logits[0], logit_lens=logit_lens)
 
 
 def flat(record: dict, prefix: str = "") -> list:
@@ -326,12 +334,15 @@ def trace(key: str, text: str, k: int = TOP_K) -> dict:
             dec = record_decoder(model, enc["memory"][None], src, ys_in)
     finally:
         model.train(was_training)
-    logits = dec.pop("logits")
-    probs = torch.softmax(logits.float(), dim=-1)  # (T, V)
-    p, top = probs.topk(min(k, probs.shape[-1]), dim=-1)
     itos = data.tgt_vocab.itos
-    steps = [[[itos[j], round(q, DECIMALS)] for j, q in zip(row_i, row_p)] for row_i, row_p in
-             zip(top.tolist(), p.double().tolist())]
+
+    def top_k(logits: torch.Tensor) -> list:  # (T, V) -> T lists of the k most probable [token, probability]
+        p, top = torch.softmax(logits.float(), dim=-1).topk(min(k, logits.shape[-1]), dim=-1)
+        return [[[itos[j], round(q, DECIMALS)] for j, q in zip(row_i, row_p)] for row_i, row_p in
+                zip(top.tolist(), p.double().tolist())]
+
+    steps = top_k(dec.pop("logits"))
+    logit_lens = [top_k(lens) for lens in dec.pop("logit_lens")]
     enc, dec = _json(enc), _json(dec)
     return dict(
         key=key, text=text, k=k, config=config_of(model),
@@ -340,4 +351,4 @@ def trace(key: str, text: str, k: int = TOP_K) -> dict:
         decoder_input_tokens=[itos[i] for i in ys_in[0].tolist()],
         embedding=enc["embedding"], encoder=enc["encoder"], memory=enc["memory"],
         target_embedding=dec["target_embedding"], decoder=dec["decoder"], decoder_output=dec["decoder_output"],
-        steps=steps)
+        steps=steps, logit_lens=logit_lens)
