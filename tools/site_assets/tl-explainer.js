@@ -63,6 +63,16 @@
 
   function para(text, cls) { return el("p", cls ? {"class": cls} : null, text); }
 
+  // A token is English or Chinese whatever the page's language: its element says which, for screen readers
+  function langOf(text) { return /[\u3400-\u9fff]/.test(text) ? "zh-CN" : /[A-Za-z]/.test(text) ? "en" : null; }
+  function token(e) { var l = langOf(e.textContent); if (l) e.setAttribute("lang", l); return e; }
+  function tokenEl(tag, attrs, text) { return token(el(tag, attrs, text)); }
+  function withTokens(text, words) {  // a sentence that ends with tokens: "... tokens: 我们 今天"
+    var p = para(text);
+    p.appendChild(tokenEl("span", null, words));
+    return p;
+  }
+
   // -- numbers --------------------------------------------------------------------------------------------------
   function norm(row) { var s = 0; for (var i = 0; i < row.length; i++) s += row[i] * row[i]; return Math.sqrt(s); }
   function mean(row) { var s = 0; for (var i = 0; i < row.length; i++) s += row[i]; return s / row.length; }
@@ -127,13 +137,14 @@
     var svg = svgEl("svg", {viewBox: "0 0 " + width + " " + height, width: width, height: height, role: "img",
                             "aria-label": o.caption, "class": "tlx-heatmap"});
     o.rows.forEach(function (r, i) {
-      var t = svgEl("text", {x: rowW - 6, y: top + i * ch + ch / 2 + 4, "text-anchor": "end", "class": "tlx-label"}, r);
-      svg.appendChild(t);
+      svg.appendChild(token(svgEl("text", {x: rowW - 6, y: top + i * ch + ch / 2 + 4, "text-anchor": "end",
+                                           "class": "tlx-label"}, r)));
     });
     if (o.cols) {
       o.cols.forEach(function (c, j) {
         var x = rowW + j * cw + cw / 2, y = top - 6;
-        svg.appendChild(svgEl("text", {x: x, y: y, transform: "rotate(-40 " + x + " " + y + ")", "class": "tlx-label"}, c));
+        svg.appendChild(token(svgEl("text", {x: x, y: y, transform: "rotate(-40 " + x + " " + y + ")",
+                                             "class": "tlx-label"}, c)));
       });
     } else {
       var every = C <= 16 ? 4 : C <= 64 ? 16 : 32;
@@ -164,9 +175,7 @@
     }
     var figure = el("figure", {"class": "tlx-figure"});
     figure.appendChild(el("figcaption", null, o.caption));
-    var scroll = el("div", {"class": "tlx-scroll"});
-    scroll.appendChild(svg);
-    figure.appendChild(scroll);
+    figure.appendChild(svg);  // scaled down to the column when wider (tl-explainer.css): nothing to scroll
     figure.appendChild(numbersTable(v, o));
     return figure;
   }
@@ -179,11 +188,11 @@
     table.appendChild(el("caption", null, o.caption));
     var head = el("tr");
     head.appendChild(el("th", {scope: "col"}, ""));
-    o.m[0].forEach(function (_, j) { head.appendChild(el("th", {scope: "col"}, o.cols ? o.cols[j] : String(j))); });
+    o.m[0].forEach(function (_, j) { head.appendChild(tokenEl("th", {scope: "col"}, o.cols ? o.cols[j] : String(j))); });
     table.appendChild(head);
     o.m.forEach(function (row, i) {
       var tr = el("tr");
-      tr.appendChild(el("th", {scope: "row"}, o.rows[i]));
+      tr.appendChild(tokenEl("th", {scope: "row"}, o.rows[i]));
       row.forEach(function (x, j) {
         tr.appendChild(el("td", null, o.blocked && o.blocked[i][j] ? "\u2212\u221e" : fmt(x, 3)));
       });
@@ -204,7 +213,8 @@
     rows.forEach(function (r) {
       var tr = el("tr");
       r.forEach(function (c, i) {
-        tr.appendChild(i === 0 ? el("th", {scope: "row"}, c) : el("td", null, typeof c === "number" ? fmt(c) : c));
+        tr.appendChild(i === 0 ? tokenEl("th", {scope: "row"}, c) : typeof c === "number" ? el("td", null, fmt(c))
+                                 : tokenEl("td", null, c));
       });
       table.appendChild(tr);
     });
@@ -257,15 +267,12 @@
       });
     });
     src.forEach(function (s, i) {
-      svg.appendChild(svgEl("text", {x: xs(i), y: 18, "text-anchor": "middle", "class": "tlx-label"}, s));
+      svg.appendChild(token(svgEl("text", {x: xs(i), y: 18, "text-anchor": "middle", "class": "tlx-label"}, s)));
     });
     tgt.forEach(function (s, i) {
-      svg.appendChild(svgEl("text", {x: xt(i), y: 40 + gap + 22, "text-anchor": "middle", "class": "tlx-label",
-                                     lang: "zh-CN"}, s));
+      svg.appendChild(token(svgEl("text", {x: xt(i), y: 40 + gap + 22, "text-anchor": "middle", "class": "tlx-label"}, s)));
     });
-    var scroll = el("div", {"class": "tlx-scroll"});
-    scroll.appendChild(svg);
-    return scroll;
+    return svg;
   }
 
   // -- the steps ------------------------------------------------------------------------------------------------
@@ -306,8 +313,6 @@
     return out;
   }
 
-  function zh(node) { node.setAttribute("lang", "zh-CN"); return node; }
-
   function drawTokens(v, T) {
     var frag = document.createDocumentFragment();
     frag.appendChild(para(say(v, "The model reads {n} tokens: your sentence in lower case, cut into words (and " +
@@ -316,13 +321,14 @@
     var list = el("ol", {"class": "tlx-tokens"});
     T.src_tokens.forEach(function (w, i) {
       var li = el("li");
-      li.appendChild(el(T.unknown.indexOf(w) >= 0 ? "mark" : "span", {"class": "tlx-token"}, w));
+      li.appendChild(tokenEl(T.unknown.indexOf(w) >= 0 ? "mark" : "span", {"class": "tlx-token"}, w));
       li.appendChild(el("span", {"class": "tlx-id"}, say(v, "id") + " " + T.src_ids[i]));
       list.appendChild(li);
     });
     frag.appendChild(list);
     if (T.unknown.length) frag.appendChild(para(say(v, "Unknown to the model, read as <unk>: {words}.", {words: T.unknown.join(", ")})));
-    frag.appendChild(zh(para(say(v, "Its greedy translation has {t} tokens: {words}", {t: T.tgt_tokens.length, words: T.tgt_tokens.join(" ")}))));
+    frag.appendChild(withTokens(say(v, "Its greedy translation has {t} tokens: {words}", {t: T.tgt_tokens.length, words: ""}),
+                                T.tgt_tokens.join(" ")));
     return frag;
   }
 
@@ -461,20 +467,20 @@
 
   function drawCausal(v, T, h, step) {
     var A = T.decoder[step.layer].self_attention_steps, frag = document.createDocumentFragment();
-    frag.appendChild(zh(para(say(v, "The decoder reads <bos> and its own translation so far, one token per row. Head " +
-      "{head}'s scaled scores with the causal mask:", {head: h + 1}))));
+    frag.appendChild(para(say(v, "The decoder reads <bos> and its own translation so far, one token per row. Head " +
+      "{head}'s scaled scores with the causal mask:", {head: h + 1})));
     frag.appendChild(para(say(v, "Step 4: the causal mask. A grey cell is blocked (score \u2212\u221e): row t may read " +
       "the tokens up to t, never a later one, as when the decoder writes one token at a time (head {head}).", {head: h + 1})));
-    frag.appendChild(zh(square(v, T, A.scaled[h], "QK\u1d40/\u221ad_k + mask \u00b7 " + say(v, "head") + " " + (h + 1),
-                               "div", A.mask, T.decoder_input_tokens)));
+    frag.appendChild(square(v, T, A.scaled[h], "QK\u1d40/\u221ad_k + mask \u00b7 " + say(v, "head") + " " + (h + 1),
+                            "div", A.mask, T.decoder_input_tokens));
     return frag;
   }
 
   function drawSelf(v, T, h, step) {
     var D = T.decoder[step.layer], frag = document.createDocumentFragment();
     frag.appendChild(para(say(v, "The masked self-attention's heads: each row t reads only the tokens up to t.")));
-    frag.appendChild(zh(headsSideBySide(v, D.self_attention, T.decoder_input_tokens, T.decoder_input_tokens,
-                                        D.self_attention_steps.mask)));
+    frag.appendChild(headsSideBySide(v, D.self_attention, T.decoder_input_tokens, T.decoder_input_tokens,
+                                     D.self_attention_steps.mask));
     frag.appendChild(addNorm(v, T, T.decoder_input_tokens, decoderInput(T, step), D.self_attention_steps.output,
                              D.norm1.input, D.norm1.output));
     return frag;
@@ -514,7 +520,7 @@
         return layer[t][0][0] + " " + fmt(layer[t][0][1], 3) + (layer[t][0][0] === tok ? " \u2713" : "");
       }));
     });
-    frag.appendChild(zh(valueTable(v, say(v, "The logit lens"), head, rows)));
+    frag.appendChild(valueTable(v, say(v, "The logit lens"), head, rows));
     return frag;
   }
 
@@ -524,12 +530,13 @@
       "vocabulary and a softmax. These are the {k} most probable next tokens; greedy decoding writes the first.", {k: k})));
     var list = el("ol", {"class": "tlx-next"});
     T.steps.forEach(function (cands, t) {
-      var li = zh(el("li"));
-      li.appendChild(el("span", {"class": "tlx-reads"}, say(v, "reads") + " " + T.decoder_input_tokens.slice(0, t + 1).join(" ")));
+      var li = el("li"), reads = el("span", {"class": "tlx-reads"}, say(v, "reads") + " ");
+      reads.appendChild(tokenEl("span", null, T.decoder_input_tokens.slice(0, t + 1).join(" ")));
+      li.appendChild(reads);
       var bars = el("ul", {"class": "tlx-bars"});
       cands.forEach(function (c, i) {
         var item = el("li", i === 0 ? {"class": "tlx-chosen"} : null);
-        item.appendChild(el("span", {"class": "tlx-cand"}, c[0]));
+        item.appendChild(tokenEl("span", {"class": "tlx-cand"}, c[0]));
         var bar = el("span", {"class": "tlx-bar"});
         bar.style.width = (100 * c[1]).toFixed(1) + "%";
         item.appendChild(bar);
@@ -540,7 +547,9 @@
       list.appendChild(li);
     });
     frag.appendChild(list);
-    frag.appendChild(zh(para(say(v, "The translation: {words}", {words: T.tgt_tokens.join(" ")}), "tlx-result")));
+    var result = withTokens(say(v, "The translation: {words}", {words: ""}), T.tgt_tokens.join(" "));
+    result.className = "tlx-result";
+    frag.appendChild(result);
     return frag;
   }
 
@@ -553,7 +562,7 @@
     var step = v.steps[v.index], view = v.q(".tlx-view");
     view.textContent = "";
     view.dataset.step = step.id;
-    view.appendChild(el("h3", {"class": "tlx-title"}, titleOf(v, step)));
+    view.appendChild(el("h2", {"class": "tlx-title"}, titleOf(v, step)));
     view.appendChild(step.draw(v, v.trace, v.head, step));
     var more = el("p", {"class": "tlx-more"});
     step.chapters.forEach(function (n, i) {
@@ -569,8 +578,12 @@
     var step = v.steps[v.index];
     render(v);
     v.q(".tlx-step-select").value = step.id;
-    v.q(".tlx-prev").disabled = v.index === 0;
-    v.q(".tlx-next").disabled = v.index === v.steps.length - 1;
+    var prev = v.q(".tlx-prev"), next = v.q(".tlx-next");
+    prev.disabled = v.index === 0;
+    next.disabled = v.index === v.steps.length - 1;
+    // a button disabled under the reader's focus would drop it to the page's top: it goes to the other one
+    if (document.activeElement === prev && prev.disabled) next.focus();
+    if (document.activeElement === next && next.disabled) prev.focus();
     setStatus(v, say(v, "Step {i} of {n}: {title}", {i: v.index + 1, n: v.steps.length, title: titleOf(v, step)}));
     remember(v);
   }

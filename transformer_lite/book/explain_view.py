@@ -222,14 +222,15 @@ def explainer_html(key: str = "grammar", static: str = "_static/", chapters: str
     examples = "".join(
         f'<div class="tlx-row tlx-examples" data-tl-model="{k}"{"" if k == key else " hidden"}>'
         f'<span>{html.escape(tr(_EXAMPLES))}</span>'
-        + "".join(f'<button type="button" class="tlx-example">{html.escape(e)}</button>' for e in m["examples"])
+        + "".join(f'<button type="button" class="tlx-example" lang="en">{html.escape(e)}</button>'
+                  for e in m["examples"])
         + "</div>" for k, m in models.items())
     return (
         f'<link rel="stylesheet" href="{static}tl/tl-explainer.css">'
         f'<div class="tl-explainer" data-tl-state="idle" data-tl-model="{key}">'
         f'<script type="application/json" class="tlx-settings">{data_json}</script>'
         '<div class="tlx-row">'
-        f'<label>{html.escape(tr(_ENGLISH))} <input type="text" class="tlx-input" autocomplete="off" '
+        f'<label>{html.escape(tr(_ENGLISH))} <input type="text" class="tlx-input" lang="en" autocomplete="off" '
         f'spellcheck="false" value="{html.escape(first)}"></label>'
         f'<label>{html.escape(tr(_TRANSLATOR))} <select class="tlx-model">{options}</select></label>'
         f'<button type="button" class="tlx-start">{html.escape(tr(_START))}</button></div>'

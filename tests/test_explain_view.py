@@ -1,0 +1,143 @@
+"""The explainer's page, without a browser: transformer_lite.book.explain_view (the view's HTML and settings, in
+either language) and what tools/site_assets/tl-explainer.js writes (every text in the package's catalog, the steps'
+ids and titles the module names). The page in Chromium: tests/test_explainer_web.py."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from transformer_lite.book import i18n
+from transformer_lite.book.explain_view import (
+    DECODER_STEPS,
+    ENCODER_STEPS,
+    STEP_TITLES,
+    VIEW_TEXTS,
+    as_typed,
+    explainer_html,
+    step_ids,
+    step_title,
+)
+from transformer_lite.book.translate import SHIPPED, read_english, reading_of, shipped_examples, shipped_translator
+
+ROOT = Path(__file__).resolve().parent.parent
+JS = (ROOT / "tools" / "site_assets" / "tl-explainer.js").read_text(encoding="utf-8")
+STRING = r'"(?:[^"\\]|\\.)*"'
+HAN = re.compile(r"[\u3400-\u9fff]")
+# three plain English words in a row, once {fields}, <tokens>, code and formulas are taken out
+ENGLISH = re.compile(r"\b[A-Za-z][a-z]+[,.;:]? [A-Za-z][a-z]+[,.;:]? [A-Za-z][a-z]+\b")
+
+
+def assert_chinese(text: str, english: str) -> None:
+    plain = re.sub(r"\{\w+\}|<\w+>|\w+\([^)]*\)|[√\w]+_\w+", " ", text)
+    assert HAN.search(text) or text == english and not HAN.search(english) and len(english) <= 2, (english, text)
+    assert not ENGLISH.search(plain), f"English left in {text!r} (for {english!r})"
+
+
+@pytest.fixture(autouse=True)
+def english_afterwards():
+    before = i18n.language()
+    yield
+    i18n.set_language(before)
+
+
+def _settings(html: str) -> dict:
+    return json.loads(re.search(r'class="tlx-settings">(.*?)</script>', html).group(1))
+
+
+def test_every_text_the_script_writes_is_listed_and_translated():
+    said = set()
+    for m in re.finditer(rf"(?:say\(v, |\bN\()((?:{STRING}\s*\+?\s*)+)", JS):
+        said.add("".join(json.loads(s) for s in re.findall(STRING, m.group(1))))
+    assert said == set(VIEW_TEXTS), (sorted(said - set(VIEW_TEXTS)), sorted(set(VIEW_TEXTS) - said))
+    catalog = i18n.catalog()
+    assert [t for t in VIEW_TEXTS if t not in catalog] == []
+    for english in VIEW_TEXTS:
+        chinese = catalog[english]
+        assert sorted(re.findall(r"\{\w+\}", chinese)) == sorted(re.findall(r"\{\w+\}", english)), english
+
+
+def test_the_scripts_steps_are_the_modules():
+    """Each kind of step of tl-explainer.js (its id and title) is one of explain_view's, in the same order."""
+    encoder = re.findall(rf'\["(\w+)", N\(({STRING})\), \[[\d, ]+\], (?:true|false), drawEnc|'
+                         rf'\["(\w+)", N\(({STRING})\), \[[\d, ]+\], (?:true|false), draw(?:QKV|Scores|Scaled|Softmax|'
+                         rf'Weighted|Heads|Concat)', JS)
+    kinds = [(a or c, json.loads(b or d)) for a, b, c, d in encoder]
+    assert [k for k, _ in kinds] == list(ENCODER_STEPS)
+    assert all(STEP_TITLES[f"enc-{k}"] == title for k, title in kinds)
+    decoder = re.findall(rf'\["(\w+)", N\(({STRING})\), \[[\d, ]+\], (?:true|false), draw(?:Causal|Self|Cross|'
+                         rf'DecoderFFN)', JS)
+    assert [k for k, _ in decoder] == list(DECODER_STEPS)
+    assert all(STEP_TITLES[f"dec-{k}"] == json.loads(title) for k, title in decoder)
+
+
+def test_step_ids_and_titles():
+    ids = step_ids(2, 3, lens=False)
+    assert len(ids) == 2 + 2 * len(ENCODER_STEPS) + 1 + 3 * len(DECODER_STEPS) + 1 and len(set(ids)) == len(ids)
+    assert ids[:3] == ["tokens", "embedding", "enc1-qkv"] and ids[-1] == "next" and "lens" not in ids
+    assert step_ids(1, 1)[-2:] == ["lens", "next"]
+    assert step_title("enc2-scores") == "Encoder layer 2: scores"
+    assert step_title("dec1-cross") == "Decoder layer 1: cross-attention"
+    i18n.set_language("zh")
+    assert step_title("dec1-cross") == "解码器第 1 层：交叉注意力"
+    for bad in ("enc-scores", "enc1-nothing", "lens2", 3):
+        with pytest.raises(ValueError, match="step_id must be a step of the view"):
+            step_title(bad)
+
+
+@pytest.mark.parametrize("key", list(SHIPPED))
+def test_examples_show_as_typed_and_read_as_stored(key):
+    model, data = shipped_translator(key)
+    reading = reading_of(data)
+    stored = shipped_examples(key, data) + ([en for en, _ in data.test_pairs[:200]] if key == "grammar" else [])
+    for text in stored:
+        typed = as_typed(text, key)
+        assert read_english(typed, data.src_vocab, model.max_len, reading) == \
+            read_english(text, data.src_vocab, model.max_len, reading), (text, typed)
+        assert typed[0].isupper(), typed
+    if key == "grammar":
+        assert as_typed("does he play football in the library ?", key) == "Does he play football in the library?"
+        assert as_typed("i have a cat", key) == "I have a cat"
+
+
+def test_as_typed_names_bad_input():
+    with pytest.raises(TypeError, match="text must be a str"):
+        as_typed(None, "grammar")
+    with pytest.raises(ValueError, match="key must be one of"):
+        as_typed("i have a cat", "french")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_views_html_speaks_the_language(lang):
+    i18n.set_language(lang)
+    html = explainer_html("real", static="../../_static/", chapters="../notebooks/")
+    settings = _settings(html)
+    assert settings["model"] == "real" and set(settings["models"]) == set(SHIPPED)
+    assert set(settings["text"]) == set(VIEW_TEXTS)
+    assert settings["chapters"]["3"] == "../notebooks/03_self_attention.html"
+    assert 'href="../../_static/tl/tl-explainer.css"' in html and 'src="../../_static/tl/tl-explainer.js"' in html
+    first = settings["models"]["real"]["examples"][0]
+    assert f'value="{first}"' in html.replace("&#x27;", "'")
+    assert settings["models"]["grammar"]["examples"][0][0].isupper()
+    labels = re.findall(r">([^<>]+)</(?:button|label|p|option|span|noscript)>", html)
+    if lang == "zh":
+        for english, text in settings["text"].items():
+            assert_chinese(text, english)
+        assert "开始" in labels and "步骤" in html
+    else:
+        assert settings["text"] == {t: t for t in VIEW_TEXTS} and "Start" in labels
+
+
+def test_the_views_html_names_bad_arguments():
+    with pytest.raises(ValueError, match="key must be one of"):
+        explainer_html("french")
+    with pytest.raises(ValueError, match="static must be a relative path ending in '_static/'"):
+        explainer_html("grammar", static="../static")
+    with pytest.raises(ValueError, match="static must be"):
+        explainer_html("grammar", static='"><script>_static/')
+    with pytest.raises(TypeError, match="static must be a str"):
+        explainer_html("grammar", static=None)
+    with pytest.raises(ValueError, match="chapters must be a relative path ending in '/'"):
+        explainer_html("grammar", chapters="../notebooks")
