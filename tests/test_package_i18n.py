@@ -1,16 +1,16 @@
 """The package's language switch (transformer_lite/book/i18n.py) and its one catalog (locale/zh_CN.po).
 
 * ``set_language`` / ``$TRANSFORMER_LITE_LANGUAGE`` / ``setup(language=...)`` accept "en" and "zh" only;
-* the catalog holds every message of the package's sources, none stale, every one translated (no fuzzy), with the
-  same {fields} (tools/package_i18n.py; ``tools/i18n.py package`` fixes the list);
-* in Chinese, every registered wrong answer of every exercise, every skeleton, every template of a check (filled
+* every message a reader sees is wrapped in ``tr``/``N_`` where it is written (tools/package_i18n.py unwrapped);
+* the catalog holds every wrapped message, as Babel extracts them, none stale, every one translated (no fuzzy),
+  with the same {fields} (tools/package_i18n.py; ``tools/i18n.py package`` fixes the list);
+* in Chinese, every registered wrong answer of every exercise, every skeleton, every message of a check (filled
   with data), predict/reveal give Chinese with no English sentence left; in English they read as before;
 * the figures' default labels, the controls, the translator box (its HTML and the texts its script writes) follow
   the language, and matplotlib draws the Chinese labels with a CJK font (no missing glyph).
 """
 from __future__ import annotations
 
-import ast
 import inspect
 import json
 import re
@@ -21,7 +21,7 @@ import pytest
 
 import package_i18n
 from transformer_lite.book import check, i18n
-from transformer_lite.book.i18n import set_language, tr, translate_message
+from transformer_lite.book.i18n import set_language, tr
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,7 +113,9 @@ def test_tr_translates_formats_and_falls_back_to_english():
     assert tr("head {h}", h=3) == "头 3"
     assert tr("a string the catalog does not have") == "a string the catalog does not have"
     assert tr("a string the catalog does not have {x}", x=1) == "a string the catalog does not have 1"
-    assert translate_message("a message no template matches, 42.") == "a message no template matches, 42."
+    assert tr("a template without fields keeps its {braces}") == "a template without fields keeps its {braces}"
+    assert tr("you predicted {guess}; the cell measured {measured}.") == \
+        "你预测的是 {guess}；单元格测得的是 {measured}。"  # a template the page fills: its fields kept
     set_language("en")
     assert tr("training step") == "training step" and tr("head {h}", h=3) == "head 3"
     with pytest.raises(TypeError, match="english must be a str"):
@@ -156,17 +158,54 @@ def test_the_catalog_follows_the_books_punctuation_rules():
 
 
 def test_fields_are_found_and_kept():
-    assert package_i18n.fields("{0} should be a number, got {1}.") == ["0", "1"]
-    assert package_i18n.fields("h_{{t-1}} and {name}") == ["name"]
+    assert package_i18n.fields("{name} should be a number, got {answer_type}.") == ["answer_type", "name"]
+    assert package_i18n.fields("h_{{t-1}} and {name}, {v!r}, {diff:.3g}") == ["diff", "name", "v"]
 
 
-def test_the_extraction_reads_f_strings_as_templates():
-    node = ast.parse('f"{name} = {value:g} is not right, {{x}}."').body[0].value
-    assert package_i18n.template(node) == "{0} = {1} is not right, {{x}}."
-    templates = package_i18n.check_templates()
-    assert "{0} should be a number, got {1}." in templates
-    assert not any("softmax over the queries" == t for t in templates)  # data (# i18n: data), not a message
-    assert not any(t.startswith("number should be a non-empty str") for t in templates)  # a programmer's error
+def test_babel_extracts_what_tr_and_n_wrap():
+    found = package_i18n.messages()
+    assert "{name} should be a number, got {answer_type}." in found  # tr("...", name=..., answer_type=...)
+    assert "the suspect" in found and "Grammar translator (chapter 13)" in found  # tr() in a check, N_() constant
+    assert any(w.startswith("transformer_lite/book/check/__init__.py:") for w in found["your function"])
+    assert "softmax over the queries" not in found  # data (# i18n: data), not a message
+    assert not any(m.startswith("number should be a non-empty str") for m in found)  # a programmer's error
+
+
+def test_every_message_a_reader_sees_is_wrapped():
+    assert package_i18n.unwrapped() == []
+
+
+def test_the_unwrapped_check_finds_what_it_must(tmp_path):
+    module = tmp_path / "chXX.py"
+    module.write_text(
+        '"""A docstring is not a message."""\n'
+        'from ..i18n import N_, tr\n'
+        'LABEL = N_("a constant label")\n'
+        'def check(x):\n'
+        '    if x is None:\n'
+        '        raise ValueError(f"x must not be None, got {x!r}")  # a programmer\'s error\n'
+        '    if x == "the right answer":  # a comparison\n'
+        '        return tr("well done, {x} is right.", x=x)\n'
+        '    say = "softmax over the queries"  # i18n: data\n'
+        '    hint = tr(LABEL)\n'
+        '    return f"{x} is not right at all."\n'
+        'def broken(x):\n'
+        '    return tr(f"{x} is an f-string in tr"), N_(x), f"<b>{tr(\'hidden from Babel\')}</b>"\n',
+        encoding="utf-8")
+    found = [line.split(": ", 1)[1] for line in package_i18n.unwrapped([module])]
+    assert sorted(found) == sorted(["'{} is not right at all.'",
+                                    "tr() of f'{x} is an f-string in tr', not of a plain literal",
+                                    "N_() of x, not of a plain literal",
+                                    "tr('hidden from Babel') inside an f-string, which the extractor does not read"]), \
+        found
+
+
+def test_every_wrapped_message_has_its_chinese():
+    catalog = i18n.catalog()
+    for message, where in package_i18n.messages().items():
+        assert message in catalog, f"{message!r} ({where[0]}) has no entry in {package_i18n.CATALOG.name}"
+        words = package_i18n.FIELD.sub("", message)
+        assert HAN.search(catalog[message]) or not re.search("[A-Za-z]", words), (message, catalog[message])
 
 
 # ---- the exercise checks ---------------------------------------------------------------------------------------
@@ -178,10 +217,14 @@ def _english(verdict) -> str:
     return text + (f"\n  Hint: {verdict.hint}" if verdict.hint else "")
 
 
-def _both(verdict, what):
+def _both(make, what):
+    """``make()``'s verdict in English and in Chinese: a check writes its messages in the language of the moment it
+    runs, as gettext does."""
     set_language("en")
+    verdict = make()
     assert repr(verdict) == _english(verdict), what
     set_language("zh")
+    verdict = make()
     text = repr(verdict)
     assert_chinese(text, what)
     assert text.startswith({"right": "✓", "wrong": "✗", "todo": "…"}[verdict.status] + " "), text
@@ -198,55 +241,69 @@ def _both(verdict, what):
 @pytest.mark.parametrize("number,ex", sorted(check.registry().items()), ids=lambda v: v if isinstance(v, str) else "")
 def test_every_wrong_answer_and_skeleton_reads_in_chinese(number, ex, monkeypatch):
     monkeypatch.delenv(check.STRICT_ENV, raising=False)
-    set_language("en")  # the checks compute in English; only the display changes
     for k, make in enumerate(ex.wrong):
-        verdict = ex.function(*make())
-        assert verdict.status == "wrong"
-        _both(verdict, f"exercise {number}, wrong answer {k}")
+        text = _both(lambda make=make: ex.function(*make()), f"exercise {number}, wrong answer {k}")
+        assert text.startswith("✗ "), text
     n_args = len(inspect.signature(ex.function).parameters)
-    _both(ex.function(*([...] * max(n_args, 1))), f"exercise {number}, skeleton")
+    _both(lambda: ex.function(*([...] * max(n_args, 1))), f"exercise {number}, skeleton")
 
 
-def test_every_template_of_the_checks_reads_in_chinese_when_filled_with_data():
-    """Right answers' messages too: each template, its fields filled with data, comes back as its Chinese."""
+def _filled(template: str, value):
+    """The template with every field set to ``value``, as tr() fills it (a template without fields stays as it is)."""
+    names = package_i18n.fields(template)
+    return template.format(**dict.fromkeys(names, value)) if names else template
+
+
+def test_every_message_of_the_checks_reads_in_chinese_when_filled_with_data():
+    """Right answers' messages too: each message of a check, its fields filled with data, comes back as its
+    Chinese, the data unchanged."""
     set_language("zh")
-    values = ["(2, 3)", "0.25", "7", "tensor", "x.shape", "1e-05", "[0, 2]"]
     catalog = i18n.catalog()
-    for msgid in package_i18n.check_templates():
-        n = len(package_i18n.fields(msgid))
-        english = msgid.format(*values[:n]) if n else msgid.replace("{{", "{").replace("}}", "}")
-        chinese = translate_message(english.strip())
-        assert chinese != english.strip(), f"not translated: {english!r}"
-        assert_chinese(chinese, msgid)
-        if n:
-            assert chinese == catalog[msgid].format(*values[:n]), (msgid, chinese)
+    po = package_i18n.CATALOG.read_text(encoding="utf-8")
+    messages = {e["msgid"] for e in i18n.parse_po(po)  # where each is written: its "#:" comments
+                if any(c.startswith("#:") and "transformer_lite/book/check/" in c for c in e["comments"])}
+    assert len(messages) > 450
+    for msgid in messages:
+        for value in (0.25, 7, "x.shape"):  # a field may be formatted as a float, an integer or text
+            try:
+                english = _filled(msgid, value)
+            except (ValueError, TypeError):
+                continue
+            break
+        chinese = tr(msgid, **dict.fromkeys(package_i18n.fields(msgid), value))
+        assert chinese != english, f"not translated: {english!r}"
+        assert chinese == _filled(catalog[msgid], value), (msgid, chinese)
+        if package_i18n.FIELD.sub("", msgid).strip(" {}"):
+            assert_chinese(chinese, msgid)
 
 
-def test_a_message_joined_from_two_templates_is_translated_piece_by_piece():
+def test_a_message_joined_from_two_is_translated_piece_by_piece():
     set_language("zh")
-    joined = "table C is the paper's own table." + " Run your test on each of the three."
-    assert translate_message(joined) == "表 C 就是论文自己的表。在这三个表上分别运行你的测试。"
-    assert translate_message("the suspect") == "可疑实现"
+    joined = tr("table C is the paper's own table.") + tr(" Run your test on each of the three.")
+    assert joined == "表 C 就是论文自己的表。在这三个表上分别运行你的测试。"
+    assert tr("{message} {rule}", message=tr("the suspect"), rule=tr("the suspect")) == "可疑实现可疑实现"
+    set_language("en")
+    assert tr("{message} {rule}", message="One.", rule="Two.") == "One. Two."
 
 
-def test_captured_values_that_are_messages_are_translated_too():
+def test_a_translated_field_joins_the_chinese_around_it_and_data_keeps_its_spaces():
     set_language("zh")
-    # a label that is a message is translated inside the message, without the space the English needed
-    assert translate_message("my_test should return True or False, got 3 for the suspect.") == \
+    assert tr("my_test should return True or False, got {v!r} for {name}.", v=3, name=tr("the suspect")) == \
         "my_test 应返回 True 或 False，但对可疑实现返回了 3。"
-    assert translate_message("your test is right, but the bug is not the unbiased variance.") == \
+    assert tr("my_test should return True or False, got {v!r} for {name}.", v=3, name="the suspect") == \
+        "my_test 应返回 True 或 False，但对 the suspect 返回了 3。"  # a str that is not tr()'s: data
+    assert tr("your test is right, but the bug is not {diagnoses}.", diagnoses=tr("the unbiased variance")) == \
         "你的测试是对的，但 bug 不是无偏方差。"
-    # data stays as it is, with its spaces
-    assert translate_message("my_test rejects tl.sinusoidal_positional_encoding, which is a valid sinusoidal "
-                             "encoding.") == \
+    assert tr("my_test rejects {name}, which is a valid sinusoidal encoding.",
+              name="tl.sinusoidal_positional_encoding") == \
         "my_test 拒绝了 tl.sinusoidal_positional_encoding，而它是一个有效的正弦编码。"
 
 
 def test_predict_and_reveal_in_chinese():
-    for verdict in (check.predict("5.1", ...), check.reveal("6.1", 3), check.predict("5.1", 0.5),
-                    check.reveal("5.1", 0.5), check.reveal("5.1", 2.0)):
-        text = _both(verdict, "prediction")
-        assert text.split("：")[0].endswith("预测 " + verdict.exercise)
+    for make in (lambda: check.predict("5.1", ...), lambda: check.reveal("6.1", 3), lambda: check.predict("5.1", 0.5),
+                 lambda: check.reveal("5.1", 0.5), lambda: check.reveal("5.1", 2.0)):
+        text = _both(make, "prediction")
+        assert text.split("：")[0].endswith("预测 " + make().exercise)
 
 
 # ---- figures, controls, the translator box ---------------------------------------------------------------------

@@ -119,8 +119,8 @@ def architecture_svg(links: bool = True) -> str:
                              f'<rect x="{cx - W / 2}" y="{y}" width="{W}" height="{H}" rx="6" fill="{fill}" '
                              f'stroke="#444"/><text x="{cx}" y="{y + 20}" text-anchor="middle" font-size="12" '
                              f'fill="#222">{escape(_label(title, number))}</text>'))
-    p.append(f'<text x="20" y="26" font-size="12" font-weight="bold" fill="#555">{escape(tr("Also in the book:"))}'
-             '</text>')
+    also = escape(tr("Also in the book:"))
+    p.append(f'<text x="20" y="26" font-size="12" font-weight="bold" fill="#555">{also}</text>')
     for i, (title, target, number) in enumerate(ALSO):  # 14 px a line: the last one ends above the encoder's frame
         x, y = 20 + 194 * (i // 6), 44 + 14 * (i % 6)    # two columns of six
         p.append(_linked(links, target, number, f'<text x="{x}" y="{y}" font-size="11" fill="{colour}"{underline}>'
@@ -130,10 +130,10 @@ def architecture_svg(links: bool = True) -> str:
         head = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 800 600" width="100%" '
                 f'style="max-width:800px;font-family:sans-serif" role="group" aria-label="{escape(name)}">')
     else:
+        title = tr("The Transformer, annotated with the chapters of this book")
         head = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 800 600" style="font-family:sans-serif" '
                 'role="img" aria-labelledby="tl-map-title tl-map-desc">\n'
-                f'<title id="tl-map-title">{escape(tr("The Transformer, annotated with the chapters of this book"))}'
-                '</title>\n'
+                f'<title id="tl-map-title">{escape(title)}</title>\n'
                 f'<desc id="tl-map-desc">{escape(tr(DESCRIPTION))}</desc>')
     return head + "\n".join([""] + p + ["</svg>"])
 

@@ -1,22 +1,21 @@
 """The package's one language switch: English (the default) or Chinese, for every string a reader sees.
 
     from transformer_lite.book import i18n
-    i18n.set_language("zh")           # or setup(seed=0, language="zh"), or $TRANSFORMER_LITE_LANGUAGE=zh
-    i18n.tr("training step")          # -> "训练步数"
-    i18n.translate_message(text)      # an exercise check's rendered message, in the current language
+    i18n.set_language("zh")                    # or setup(seed=0, language="zh"), or $TRANSFORMER_LITE_LANGUAGE=zh
+    i18n.tr("training step")                   # -> "训练步数"
+    i18n.tr("head {h}", h=3)                   # -> "头 3": the template is looked up, then filled
+    LABEL = i18n.N_("input")                   # a constant: marked for the catalog, translated where it is shown
+    i18n.tr(LABEL)                             # -> "输入"
 
-The Chinese strings live in one place: the gettext catalog ``locale/zh_CN.po`` shipped with the package.
-Its messages are of two kinds, both listed by ``tools/i18n.py package`` (which also keeps the catalog in step with
-the sources; ``tests/test_package_i18n.py`` fails when a string is missing or stale):
+Every message is wrapped where it is written, as gettext's ``_()`` is in other Python projects: ``tr("template
+{name}", name=value)`` translates the template in the language of the moment it runs, then fills its fields with
+``str.format`` (so a translation may reorder them, and ``{x!r}``, ``{x:.3g}`` work as in an f-string); ``N_`` marks
+a string that is translated later. Babel's extractor, with ``tr`` and ``N_`` as its keywords, lists the messages for
+the catalog (``tools/i18n.py package``); a message is never an f-string, since the template is what is looked up.
 
-* strings the code passes through :func:`tr` (or marks with :func:`N_` and translates later): figure labels,
-  controls, the translator box. ``{name}`` fields are filled after the lookup, so the Chinese may reorder them.
-* the message TEMPLATES of the exercise checks (``check/*.py``), read from their source: an f-string becomes a
-  template with ``{0}``, ``{1}``… for its formatted values. A check keeps formatting its English message as it
-  always has; :func:`translate_message` matches the rendered text against the templates and puts the captured
-  values (numbers, shapes, code: data, unchanged) into the Chinese template. No check is rewritten for it.
-
-A string missing from the catalog comes back in English.
+The Chinese strings live in one place: the gettext catalog ``locale/zh_CN.po`` shipped with the package. A string
+missing from it comes back in English. A field whose value is itself a translated message (a label such as "the
+suspect") joins the Chinese around it without the space the English needed ("接受了可疑实现").
 """
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ import os
 import re
 from importlib import resources
 
-__all__ = ["LANGUAGES", "ENV", "language", "set_language", "tr", "N_", "translate_message", "catalog"]
+__all__ = ["LANGUAGES", "ENV", "language", "set_language", "tr", "N_", "catalog"]
 
 LANGUAGES = ("en", "zh")
 ENV = "TRANSFORMER_LITE_LANGUAGE"
@@ -118,127 +117,33 @@ def catalog() -> dict[str, str]:
     return {e["msgid"]: e["msgstr"] for e in parse_po(text) if e.get("msgstr") and "fuzzy" not in e["flags"]}
 
 
-def tr(english: str, **fields) -> str:
-    """``english`` in the current language (its Chinese when "zh" and the catalog has it), then
-    ``.format(**fields)``."""
-    if not isinstance(english, str):
-        raise TypeError(f"english must be a str, got {type(english).__name__}")
-    text = catalog().get(english, english) if language() == "zh" else english
-    return text.format(**fields) if fields else text
-
-
-# ---- the exercise checks' messages ------------------------------------------------------------------------------
-
-_FIELD = re.compile(r"\{(\d+)\}")
-
-
-def _balanced(depth: int) -> str:
-    """A regex for text whose brackets (), [], {} are balanced, nested up to ``depth`` deep."""
-    plain = r"[^()\[\]{}]"
-    inner = plain
-    for _ in range(depth):
-        inner = f"(?:{plain}|\\((?:{inner})*\\)|\\[(?:{inner})*\\]|\\{{(?:{inner})*\\}})"
-    return inner
-
-
-_VALUE = {True: f"(?:{_balanced(4)})*?", False: ".*?"}
-
-
-def _pattern(template: str, balanced: bool = True) -> re.Pattern | None:
-    """A template ("{0} should be a number, got {1}.") as a regex capturing its values; None without a field.
-
-    ``balanced``: a value's brackets must pair up ("(2, 3)" is one value in "{0}, {1})"); the loose pattern is the
-    fallback for a value that is itself unbalanced."""
-    parts = re.split(r"(\{\{|\}\}|\{\d+\})", template)
-    if not any(_FIELD.fullmatch(p) for p in parts):
-        return None
-    out = []
-    for p in parts:
-        if _FIELD.fullmatch(p):
-            out.append(f"(?P<f{p[1:-1]}>{_VALUE[balanced]})")
-        elif p in ("{{", "}}"):
-            out.append(re.escape(p[0]))
-        else:
-            out.append(re.escape(p))
-    return re.compile("".join(out), re.S)
-
-
-def _literal(template: str) -> str:
-    return template.replace("{{", "{").replace("}}", "}")
-
-
-@functools.cache
-def _templates() -> tuple[dict, list]:
-    """(literal English -> Chinese, [(pattern, literal length, Chinese template)]) of the checks' messages."""
-    exact, patterns = {}, []
-    for msgid, msgstr in catalog().items():
-        # a piece of a joined message (" Run your test…") is matched stripped
-        msgid, msgstr = msgid.strip(), msgstr.strip()
-        pattern = _pattern(msgid)
-        if pattern is None:
-            exact[_literal(msgid)] = _literal(msgstr)
-        else:
-            patterns.append((pattern, _pattern(msgid, balanced=False), len(_FIELD.sub("", msgid)), msgstr))
-    patterns.sort(key=lambda p: -p[2])  # the most specific template first
-    return exact, patterns
-
-
-def _translate_whole(text: str, depth: int = 0) -> str | None:
-    exact, patterns = _templates()
-    if text in exact:
-        return exact[text]
-    if depth > 3:
-        return None
-    for strict, loose, _, chinese in patterns:
-        m = strict.fullmatch(text) or loose.fullmatch(text)
-        if m:
-            values = {int(k[1:]): v for k, v in m.groupdict().items()}
-            values = [_inner(values[i], depth) for i in range(len(values))]
-            return _join_chinese(chinese.format(*values))
-    return None
+class _Translated(str):
+    """A message :func:`tr` translated into Chinese: as a field of another message, it joins the Chinese around it
+    without a space."""
 
 
 _START, _END = "\x00", "\x01"
 _CJK = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef“”"
 
 
-def _inner(value: str, depth: int) -> str:
-    """A captured value: translated when it is itself a message (a label such as "the suspect"), marked so that
-    :func:`_join_chinese` can drop the template's space next to it; otherwise data, unchanged."""
-    chinese = _translate_whole(value, depth + 1)
-    return value if chinese is None else _START + chinese + _END
-
-
 def _join_chinese(text: str) -> str:
-    """No space between a translated value and the Chinese around it ("接受了 可疑层" -> "接受了可疑层")."""
+    """No space between a translated field and the Chinese around it ("接受了 可疑层" -> "接受了可疑层")."""
     text = re.sub(f"(?<=[{_CJK}]) {_START}(?=[{_CJK}])", _START, text)
     text = re.sub(f"(?<=[{_CJK}]){_END} (?=[{_CJK}])", _END, text)
     return text.replace(_START, "").replace(_END, "")
 
 
-_SENTENCE_END = re.compile(r"(?<=[.:;!?)])\s+")
-
-
-def translate_message(text: str) -> str:
-    """A rendered message of an exercise check in the current language; unchanged in English.
-
-    The whole text is matched against the templates; a message joined from several (``hint + " Run your test..."``)
-    is cut at sentence ends into pieces that each match one. Text no template matches stays as it is.
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if language() != "zh" or not text:
-        return text
-    whole = _translate_whole(text.strip())
-    if whole is not None:
-        return whole
-    cuts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]
-    best: dict[int, list[str]] = {0: []}  # cut index -> translated pieces up to it
-    for j in range(1, len(cuts)):
-        for i in range(j):
-            if i in best:
-                piece = _translate_whole(text[cuts[i]:cuts[j]].strip())
-                if piece is not None:
-                    best[j] = best[i] + [piece]
-                    break
-    return "".join(best[len(cuts) - 1]) if len(cuts) - 1 in best else text
+def tr(english: str, **fields) -> str:
+    """``english`` in the current language (its Chinese when "zh" and the catalog has it), then
+    ``.format(**fields)`` when fields are given (a template without fields is returned as it is, braces included)."""
+    if not isinstance(english, str):
+        raise TypeError(f"english must be a str, got {type(english).__name__}")
+    if language() != "zh":
+        return english.format(**fields) if fields else english
+    text = catalog().get(english)
+    if text is None:
+        return english.format(**fields) if fields else english
+    if fields:
+        marked = {k: _START + v + _END if isinstance(v, _Translated) else v for k, v in fields.items()}
+        text = _join_chinese(text.format(**marked))
+    return _Translated(text)

@@ -274,6 +274,7 @@ def explore(draw, /, *, initial: dict | None = None, max_frames: int = MAX_FRAME
         _show(draw(**{k: values[k][i] for k, i in idx.items()}))
 
     out = widgets.interactive_output(run, ws)
+    # i18n: data
     display(widgets.VBox([widgets.HBox(list(ws.values()), layout=widgets.Layout(flex_flow="row wrap")), out]))
 
 

@@ -174,7 +174,7 @@ def _cjk_font() -> str | None:
         if path.exists():
             font_manager.fontManager.addfont(str(path))
             return font_manager.FontProperties(fname=str(path)).get_name()
-    for name in ("Noto Sans CJK SC", "Noto Sans SC", "WenQuanYi Micro Hei", "SimHei", "Microsoft YaHei"):
+    for name in ("Noto Sans CJK SC", "Noto Sans SC", "WenQuanYi Micro Hei", "SimHei", "Microsoft YaHei"):  # i18n: data
         if any(f.name == name for f in font_manager.fontManager.ttflist):
             return name
     return None
@@ -207,8 +207,8 @@ def attention_heatmap(weights, query_tokens=None, key_tokens=None, ax=None, titl
     w = _to_numpy(weights, "weights", 2)
     T, S = w.shape
     _chinese_ready()
-    qt = _check_tokens(query_tokens, T, "query_tokens", "rows (queries)")
-    kt = _check_tokens(key_tokens, S, "key_tokens", "columns (keys)")
+    qt = _check_tokens(query_tokens, T, "query_tokens", "rows (queries)")  # i18n: data
+    kt = _check_tokens(key_tokens, S, "key_tokens", "columns (keys)")  # i18n: data
     if ax is None:
         _, ax = plt.subplots(figsize=(1.0 + 0.45 * S + 1.0, 0.8 + 0.45 * T))
     im = ax.imshow(w, cmap=HEATMAP_CMAP, vmin=0.0, vmax=max(1e-9, float(np.nanmax(w))) if w.size else 1.0,

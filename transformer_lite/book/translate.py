@@ -345,11 +345,15 @@ def translator_box_html(model, data, examples, beam_size: int = 4, assets: str =
                     max_new_tokens=MAX_NEW_TOKENS, length_penalty=LENGTH_PENALTY, top_k=TOP_K,
                     text={english: tr(english) for english in JS_TEXTS})
     hidden = lambda key: "" if key == cell else " hidden"  # noqa: E731
+    # the box's words, translated before the f-strings below (the extractor does not read inside an f-string)
+    say = {english: html.escape(tr(english)) for english in (
+        N_("Translator"), N_("English"), N_("Translate"), N_("Examples:"), N_("beam size"), N_("cross-attention layer"),
+        N_("head"), N_("The translator needs JavaScript."))}
     model_opts = "".join(f'<option value="{k}"{" selected" if k == cell else ""}>{html.escape(tr(label))}</option>'
                          for k, label in SHIPPED.items())
     example_rows = "".join(
         '<div class="tl-tr-row tl-tr-examples" '
-        f'data-tl-model="{k}"{hidden(k)}><span>{html.escape(tr("Examples:"))}</span>'
+        f'data-tl-model="{k}"{hidden(k)}><span>{say["Examples:"]}</span>'
         + "".join(f'<button type="button" class="tl-tr-example">{html.escape(e)}</button>' for e in ex) + "</div>"
         for k, (_, _, ex) in offered.items())
     word_lists = "".join(
@@ -368,21 +372,21 @@ def translator_box_html(model, data, examples, beam_size: int = 4, assets: str =
     return (
         f'<div class="tl-translator" data-tl-model="{cell}">'
         f'<script type="application/json" class="tl-tr-settings">{data_json}</script>'
-        f'<div class="tl-tr-row"><label>{html.escape(tr("Translator"))} <select class="tl-tr-model">{model_opts}'
+        f'<div class="tl-tr-row"><label>{say["Translator"]} <select class="tl-tr-model">{model_opts}'
         '</select></label></div>'
-        f'<div class="tl-tr-row"><label>{html.escape(tr("English"))} <input type="text" class="tl-tr-input" '
+        f'<div class="tl-tr-row"><label>{say["English"]} <input type="text" class="tl-tr-input" '
         f'autocomplete="off" spellcheck="false" value="{html.escape(examples[0])}"></label>'
-        f'<button type="button" class="tl-tr-go">{html.escape(tr("Translate"))}</button></div>'
+        f'<button type="button" class="tl-tr-go">{say["Translate"]}</button></div>'
         f'{example_rows}'
         '<div class="tl-tr-row">'
-        f'<label>{html.escape(tr("beam size"))} <input type="range" class="tl-tr-beam" min="1" max="{MAX_BEAM}" '
+        f'<label>{say["beam size"]} <input type="range" class="tl-tr-beam" min="1" max="{MAX_BEAM}" '
         f'value="{beam_size}"><output class="tl-tr-beam-value">{beam_size}</output></label>'
-        f'<label>{html.escape(tr("cross-attention layer"))} <select class="tl-tr-layer">{layer_opts}</select></label>'
-        f'<label>{html.escape(tr("head"))} <select class="tl-tr-head">{head_opts}</select></label></div>'
+        f'<label>{say["cross-attention layer"]} <select class="tl-tr-layer">{layer_opts}</select></label>'
+        f'<label>{say["head"]} <select class="tl-tr-head">{head_opts}</select></label></div>'
         f'<p class="tl-tr-status" role="status" aria-live="polite">{html.escape(tr(_PROMPT))}'
         f'{"" if language() == "zh" else " "}{html.escape(_load_note(DOWNLOAD_MB[cell]))}</p>'
         '<div class="tl-tr-result"></div>'
-        f'{word_lists}<noscript>{html.escape(tr("The translator needs JavaScript."))}</noscript>'
+        f'{word_lists}<noscript>{say["The translator needs JavaScript."]}</noscript>'
         "<script>(function(){if(window.tlTranslatorLoading)return;window.tlTranslatorLoading=1;"
         "var s=document.createElement('script');"
         "s.src=(document.documentElement.dataset.content_root||'')+'_static/tl/tl-translator.js';"
@@ -397,7 +401,7 @@ def _describe(details: dict) -> str:
              tr("unknown words, read as <unk>: {words}", words=", ".join(details["unknown"])) if details["unknown"]
              else tr("all words known"), "", tr("greedy decoding, the most probable next tokens at each step:")]
     for t, row in enumerate(details["steps"], start=1):
-        lines.append("  " + tr("step {t}:", t=f"{t:2d}") + " " + "   ".join(f"{w} {p:.3f}" for w, p in row))
+        lines.append("  " + tr("step {t}:", t=format(t, "2d")) + " " + "   ".join(f"{w} {p:.3f}" for w, p in row))
     return "\n".join(lines)
 
 

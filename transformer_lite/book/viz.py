@@ -32,7 +32,7 @@ __all__ = ["head_view", "model_view", "head_view_html", "model_view_html"]
 # the bertviz release every patch below was written for (pinned in requirements-nodeps.in); a failing patch names it
 BERTVIZ_WRITTEN_FOR = "1.4.1"
 _REQUIRE_CDN = "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js"
-_FONT = "font-family:'Helvetica Neue', Helvetica, Arial, sans-serif"
+_FONT = "font-family:'Helvetica Neue', Helvetica, Arial, sans-serif"  # i18n: data
 
 
 def _sub(pattern: str, repl: str, text: str, name: str, count: int = 0, regex: bool = False, flags: int = 0) -> str:
@@ -61,7 +61,7 @@ def _bertviz_js(name: str) -> tuple[str, str]:
     if name not in _SCOPED_IDS:
         raise ValueError(f"name must be one of {sorted(_SCOPED_IDS)}, got {name!r}")
     js = _sub(r"/\*\*.*?\*\*/", "", js, name, count=1, regex=True, flags=re.S)  # the licence-free change log header
-    js = _sub(r"const params = PYTHON_PARAMS;.*", "const params = TL_PARAMS;", js, name, regex=True)
+    js = _sub(r"const params = PYTHON_PARAMS;.*", "const params = TL_PARAMS;", js, name, regex=True)  # i18n: data
     for el in _SCOPED_IDS[name]:  # root-scoped duplicates -> unique ids
         js = _sub(f"`#${{config.rootDivId}} #{el}`", f"`#${{config.rootDivId}}-{el}`", js, name)
     if name == "head_view.js":
@@ -170,7 +170,7 @@ def _page(uid: str, controls: str, js_name: str, params_json: str) -> str:
     # site's own require.js/d3/jquery (window.tlRequire, served by the book) and falls back to
     # bertviz's CDN paths in Jupyter/Colab.
     loader = (
-        "(function(){var TL_PARAMS=JSON.parse(document.getElementById(%(uid)s+'-data').textContent);"
+        "(function(){var TL_PARAMS=JSON.parse(document.getElementById(%(uid)s+'-data').textContent);"  # i18n: data
         "function run(){%(js)s}"
         "if(window.tlRequire){window.tlRequire(run);return;}"
         "function go(){%(cdn)s run();}"
@@ -190,7 +190,8 @@ def _filter_select(uid: str, attn_data) -> str:
     if len(attn_data) < 2:
         return ""
     opts = "".join(f'<option value="{i}">{html.escape(tr(d["name"]))}</option>' for i, d in enumerate(attn_data))
-    return f' <label>{html.escape(tr("Attention:"))} <select id="{uid}-filter">{opts}</select></label>'
+    label = html.escape(tr("Attention:"))
+    return f' <label>{label} <select id="{uid}-filter">{opts}</select></label>'
 
 
 def head_view_html(maps, src_tokens, tgt_tokens=None, batch_index: int = 0, layer: int | None = None,
@@ -202,7 +203,8 @@ def head_view_html(maps, src_tokens, tgt_tokens=None, batch_index: int = 0, laye
     uid = _next_id("tl-bertviz")
     params = {"default_filter": "0", "root_div_id": uid, "layer": layer,
               "heads": list(heads) if heads is not None else None, "include_layers": list(range(n_layers))}
-    controls = (f'<label>{html.escape(tr("Layer:"))} <select id="{uid}-layer"></select></label>'
+    label = html.escape(tr("Layer:"))
+    controls = (f'<label>{label} <select id="{uid}-layer"></select></label>'
                 + _filter_select(uid, attn_data))
     return _page(uid, controls, "head_view.js", _params_json(params, attn_data))
 

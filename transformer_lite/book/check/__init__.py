@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..i18n import tr
 from . import page
 
 __all__ = ["Verdict", "ExerciseError", "Wrong", "exercise", "registry", "predict", "reveal", "STRICT_ENV"]
@@ -76,17 +77,15 @@ class Verdict:
         return self.status == "right"
 
     def _text(self) -> str:
-        """What the reader reads, in the package's language (:mod:`transformer_lite.book.i18n`): the message and
-        the hint are matched against the checks' templates in the package's catalog and shown in Chinese there."""
-        from ..i18n import tr, translate_message
-
+        """What the reader reads: the message and the hint as the check wrote them (through ``tr``, in the language
+        of the moment it ran), framed in the package's language of the moment it is shown."""
         mark = {"right": "✓", "wrong": "✗", "todo": "…"}[self.status]
-        message = translate_message(self.message)
+        message = self.message
         text = mark + " " + (tr("Prediction {number}: {message}", number=self.exercise, message=message)
                              if self.kind == "Prediction" else
                              tr("Exercise {number}: {message}", number=self.exercise, message=message))
         if self.hint:
-            text += "\n  " + tr("Hint: {hint}", hint=translate_message(self.hint))
+            text += "\n  " + tr("Hint: {hint}", hint=self.hint)
         return text
 
     def __repr__(self) -> str:
@@ -142,8 +141,8 @@ def exercise(number: str, *, wrong: list[Callable[[], tuple]]):
                     verdict = Verdict(number, "right", verdict.message,
                                       page=page.exercise_key_html(number, verdict.message, rules))
             except NotAnswered:
-                verdict = Verdict(number, "todo", "not answered yet: write your answer in the cell above "
-                                                  "(replace the ...), then run this check again.",
+                verdict = Verdict(number, "todo", tr("not answered yet: write your answer in the cell above "
+                                                     "(replace the ...), then run this check again."),
                                   page=page.exercise_html(number, _answer_names(function, answers)) if static else "")
             except Wrong as e:
                 verdict = Verdict(number, "wrong", e.message, e.hint)
@@ -194,16 +193,19 @@ def __getattr__(name: str):
 
 # ---- small helpers the chapters' checks share ---------------------------------------------------------
 
-def call(function, *args, name: str = "your function", **kwargs):
-    """Call the reader's function; a skeleton (returns ``...``/None) counts as not answered yet."""
+def call(function, *args, name: str | None = None, **kwargs):
+    """Call the reader's function; a skeleton (returns ``...``/None) counts as not answered yet. ``name``: how the
+    feedback calls it ("your function" when not given)."""
+    if name is None:
+        name = tr("your function")
     if not callable(function):
-        raise Wrong(f"expected a function, got {type(function).__name__}.")
+        raise Wrong(tr("expected a function, got {function_type}.", function_type=type(function).__name__))
     try:
         out = function(*args, **kwargs)
     except NotImplementedError:
         raise NotAnswered from None
     except Exception as e:  # the reader's code raised: say so, as a wrong answer, not a traceback
-        raise Wrong(f"{name} raised {type(e).__name__}: {e}") from None
+        raise Wrong(tr("{name} raised {e_type}: {e}", name=name, e_type=type(e).__name__, e=e)) from None
     if _is_skeleton(out):
         raise NotAnswered
     return out
@@ -217,10 +219,12 @@ def tensor(answer, name: str, shape: tuple | None = None):
         try:
             answer = torch.as_tensor(answer, dtype=torch.float32)
         except (TypeError, ValueError, RuntimeError):
-            raise Wrong(f"{name} should be a tensor, got {type(answer).__name__}.") from None
+            raise Wrong(tr("{name} should be a tensor, got {answer_type}.",
+                           name=name, answer_type=type(answer).__name__)) from None
     answer = answer.detach().cpu()
     if shape is not None and tuple(answer.shape) != tuple(shape):
-        raise Wrong(f"{name} should have shape {tuple(shape)}, got {tuple(answer.shape)}.")
+        raise Wrong(tr("{name} should have shape {shape}, got {answer_shape}.",
+                       name=name, shape=tuple(shape), answer_shape=tuple(answer.shape)))
     return answer
 
 
@@ -234,7 +238,8 @@ def close(answer, expected, name: str, hint: str | None = None, atol: float = 1e
     expected = expected.detach().cpu().to(answer.dtype) if answer.is_floating_point() else expected.detach().cpu()
     if not torch.allclose(answer.double(), expected.double(), atol=atol, rtol=rtol):
         diff = (answer.double() - expected.double()).abs().max().item()
-        raise Wrong(f"{name} is not right: the largest difference from the expected values is {diff:.3g}.", hint)
+        raise Wrong(tr("{name} is not right: the largest difference from the expected values is {diff}.",
+                       name=name, diff=format(diff, ".3g")), hint)
     return answer
 
 
@@ -244,9 +249,10 @@ def number(answer, expected: float, name: str, hint: str | None = None, rel: flo
     try:
         value = float(answer)
     except (TypeError, ValueError):
-        raise Wrong(f"{name} should be a number, got {type(answer).__name__}.") from None
+        raise Wrong(tr("{name} should be a number, got {answer_type}.",
+                       name=name, answer_type=type(answer).__name__)) from None
     if abs(value - expected) > max(abs_, rel * abs(expected)):
-        raise Wrong(f"{name} = {value:g} is not right.", hint)
+        raise Wrong(tr("{name} = {value} is not right.", name=name, value=format(value, "g")), hint)
     return value
 
 
@@ -274,8 +280,10 @@ def predict(number: str, prediction) -> Verdict:
     static = page.predict_html(rule) if page.enabled() else ""
     if _is_skeleton(prediction):
         _PREDICTIONS.pop(number, None)
-        return Verdict(number, "todo", "no prediction yet: write it in place of the ..., run this cell, and only then "
-                                       "run the cells below." + " " + rule.ask(), kind="Prediction", page=static)
+        return Verdict(number, "todo", tr("{message} {rule}", rule=rule.ask(),
+                                          message=tr("no prediction yet: write it in place of the ..., run this "
+                                                     "cell, and only then run the cells below.")),
+                       kind="Prediction", page=static)
     try:
         guess = rule.read(prediction)
     except Wrong as e:
@@ -283,7 +291,8 @@ def predict(number: str, prediction) -> Verdict:
         return Verdict(number, "wrong", e.message, kind="Prediction", page=static)
     _PREDICTIONS[number] = guess
     return Verdict(number, "right",
-                   f"recorded: you predict {_show(guess)}. Now run the cells below." + " " + rule.rule(),
+                   tr("{message} {rule}", rule=rule.rule(),
+                      message=tr("recorded: you predict {guess}. Now run the cells below.", guess=_show(guess))),
                    kind="Prediction", page=static)
 
 
@@ -298,14 +307,17 @@ def reveal(number: str, measured, *, rel: float | None = None) -> Verdict:
         raise ValueError(f"rel: prediction {number} declares rel={rule.rel!r} in check/predictions.py, got {rel!r}")
     static = page.reveal_html(rule, measured) if page.enabled() else ""
     if number not in _PREDICTIONS:
-        return Verdict(number, "todo", f"the cell measured {_show(measured)}; you had not recorded a prediction "
-                                       f"(check.predict({number!r}, ...) above).", kind="Prediction", page=static)
+        return Verdict(number, "todo", tr("the cell measured {measured}; you had not recorded a prediction "
+                                          "(check.predict({number!r}, ...) above).",
+                                          measured=_show(measured), number=number), kind="Prediction", page=static)
     guess = _PREDICTIONS[number]
     if rule.same(guess, measured):
-        return Verdict(number, "right", f"you predicted {_show(guess)}; the cell measured {_show(measured)}.",
+        return Verdict(number, "right", tr("you predicted {guess}; the cell measured {measured}.",
+                                           guess=_show(guess), measured=_show(measured)),
                        kind="Prediction", page=static)
-    return Verdict(number, "wrong", f"you predicted {_show(guess)}; the cell measured {_show(measured)}.",
-                   "the text after this cell explains the difference.", kind="Prediction", page=static)
+    return Verdict(number, "wrong", tr("you predicted {guess}; the cell measured {measured}.",
+                                       guess=_show(guess), measured=_show(measured)),
+                   tr("the text after this cell explains the difference."), kind="Prediction", page=static)
 
 
 def _show(value) -> str:
@@ -331,7 +343,8 @@ def one_of(answer, choices: tuple[str, ...], name: str) -> str:
     """The answer as one of ``choices`` (case and surrounding spaces ignored), or :class:`Wrong` listing them."""
     _traced(answer, name, page.choice_rule(name, choices) if _TRACE is not None else {})
     if not isinstance(answer, str) or answer.strip().lower() not in choices:
-        raise Wrong(f"{name} should be one of {', '.join(map(repr, choices))}, got {answer!r}.")
+        raise Wrong(tr("{name} should be one of {choices}, got {answer}.",
+                       name=name, choices=', '.join(map(repr, choices)), answer=repr(answer)))
     return answer.strip().lower()
 
 
@@ -340,4 +353,5 @@ def as_number(answer, name: str) -> float:
     try:
         return float(answer)
     except (TypeError, ValueError):
-        raise Wrong(f"{name} should be a number, got {type(answer).__name__}.") from None
+        raise Wrong(tr("{name} should be a number, got {answer_type}.",
+                       name=name, answer_type=type(answer).__name__)) from None

@@ -11,6 +11,7 @@ import torch
 import transformer_lite as tl
 from transformer_lite.vision import PatchEncoder, patchify, sinusoidal_positional_encoding_2d
 
+from ..i18n import tr
 from . import Wrong, as_number, call, close, exercise, one_of
 
 # ---- A.1: bug hunt, a model that forgets where -------------------------------------------------
@@ -29,16 +30,16 @@ def exercise_A_1(my_broken, my_largest_change):
     one_of(my_broken, _PARTS, "my_broken")
     change = as_number(my_largest_change, "my_largest_change")
     if change > 1e-4:
-        raise Wrong(f"a largest change of {change:.3g}: the suspect did see the swap in your test.",
-                    hint="run the suspect on one image at a time (a batch of 1), as a reader's single picture would "
-                         "be; on a batch of 20 or 1000 the bug hides. Compare suspect(x) with suspect(x_swapped).")
+        raise Wrong(tr("a largest change of {change:.3g}: the suspect did see the swap in your test.", change=change),
+                    hint=tr("run the suspect on one image at a time (a batch of 1), as a reader's single picture would "
+                            "be; on a batch of 20 or 1000 the bug hides. Compare suspect(x) with suspect(x_swapped)."))
     if my_broken.strip().lower() != "positions":
-        raise Wrong(f"with {my_broken!r} broken, "
-                    "swapping two patches would still move the dots' positions for the model.",
-                    hint="a model whose logits do not change when two patches trade places "
-                         "cannot tell where a patch is.")
-    return ("the suspect gives a swapped single image the same logits: it has no positions. Its tokens add "
-            "self.pos[:, :x.shape[0]], sliced by the batch size instead of the sequence length.")
+        raise Wrong(tr("with {my_broken!r} broken, "
+                       "swapping two patches would still move the dots' positions for the model.", my_broken=my_broken),
+                    hint=tr("a model whose logits do not change when two patches trade places "
+                            "cannot tell where a patch is."))
+    return (tr("the suspect gives a swapped single image the same logits: it has no positions. Its tokens add "
+               "self.pos[:, :x.shape[0]], sliced by the batch size instead of the sequence length."))
 
 
 # ---- A.2: patchify by hand ------------------------------------------------------------------------
@@ -67,11 +68,13 @@ def exercise_A_2(my_patchify):
         images = torch.randn(*shape, generator=g)
         expected = patchify(images, P)
         out = call(my_patchify, images.clone(), P, name=f"my_patchify(images, {P})")
-        close(out, expected, f"my_patchify(images of shape {shape}, {P})", atol=0, rtol=0,
-              hint="patch n sits at grid row n // (W/P), column n % (W/P) (reading order, row by row), and each patch "
-                   "is flattened channel by channel, as a (C, P, P) block. A plain reshape of (B, C, H, W) mixes "
-                   "pixels of different patches: split H and W first, then permute, then reshape.")
-    return "your patches equal transformer_lite.vision.patchify on three image shapes (non-square, 1 to 3 channels)."
+        close(out, expected, tr("my_patchify(images of shape {shape}, {P})", shape=shape, P=P), atol=0, rtol=0,
+              hint=tr("patch n sits at grid row n // (W/P), column n % (W/P) (reading order, row by row), and each "
+                      "patch "
+                      "is flattened channel by channel, as a (C, P, P) block. A plain reshape of (B, C, H, W) mixes "
+                      "pixels of different patches: split H and W first, then permute, then reshape."))
+    return tr("your patches equal transformer_lite.vision.patchify on three image shapes (non-square, 1 to 3 "
+              "channels).")
 
 
 # ---- A.3: equation 1 by hand ----------------------------------------------------------------------
@@ -109,10 +112,11 @@ def exercise_A_3(my_tokens):
         expected = model.tokens(images)
         out = call(my_tokens, model, images, name="my_tokens(model, images)")
     close(out, expected, "my_tokens(model, images)", atol=1e-6,
-          hint="z_0 = [x_class; x_p^1 E; …; x_p^N E] + E_pos: the [class] token goes FIRST, and E_pos has N + 1 rows, "
-               "one for the [class] token too (with learned positions it is not zero). Use model.patch_embed, "
-               "model.cls_token (1, 1, D) expanded to the batch, and model.pos (1, N + 1, D).")
-    return "your z_0 equals PatchEncoder.tokens (learned positions, non-zero [class] token)."
+          hint=tr("z_0 = [x_class; x_p^1 E; …; x_p^N E] + E_pos: the [class] token goes FIRST, and E_pos has N + 1 "
+                  "rows, "
+                  "one for the [class] token too (with learned positions it is not zero). Use model.patch_embed, "
+                  "model.cls_token (1, 1, D) expanded to the batch, and model.pos (1, N + 1, D)."))
+    return tr("your z_0 equals PatchEncoder.tokens (learned positions, non-zero [class] token).")
 
 
 # ---- A.4: 2-D positions by hand -------------------------------------------------------------------
@@ -137,7 +141,7 @@ def exercise_A_4(my_pe_2d):
         expected = sinusoidal_positional_encoding_2d(rows, cols, d_model)
         out = call(my_pe_2d, rows, cols, d_model, name=f"my_pe_2d({rows}, {cols}, {d_model})")
         close(out, expected, f"my_pe_2d({rows}, {cols}, {d_model})", atol=1e-6,
-              hint="the first D/2 dimensions are the 1-D table (width D/2) of the patch's ROW, the last D/2 the "
-                   "table of its COLUMN, side by side (torch.cat on the last dimension); patches in reading order, "
-                   "so patch n is at row n // cols, column n % cols.")
-    return "your 2-D table equals sinusoidal_positional_encoding_2d for three grids (square and not)."
+              hint=tr("the first D/2 dimensions are the 1-D table (width D/2) of the patch's ROW, the last D/2 the "
+                      "table of its COLUMN, side by side (torch.cat on the last dimension); patches in reading order, "
+                      "so patch n is at row n // cols, column n % cols."))
+    return tr("your 2-D table equals sinusoidal_positional_encoding_2d for three grids (square and not).")

@@ -6,6 +6,7 @@ import torch.nn.functional as F
 
 import transformer_lite as tl
 
+from ..i18n import tr
 from . import Wrong, call, close, exercise
 
 PAD = 0
@@ -24,10 +25,12 @@ def _accumulated_grad(micro_batch_loss, pad_id=PAD):
     for rows in (slice(0, 2), slice(2, 4)):
         loss = micro_batch_loss(acc[rows], labels[rows].clone(), pad_id, n_tokens)
         if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-            raise Wrong(f"my_micro_batch_loss should return a scalar tensor, got "
-                        f"{type(loss).__name__ if not isinstance(loss, torch.Tensor) else tuple(loss.shape)}.")
+            raise Wrong(tr("my_micro_batch_loss should return a scalar tensor, got "
+                           "{value}.",
+                           value=type(loss).__name__ if not isinstance(loss, torch.Tensor) else tuple(loss.shape)))
         if not loss.requires_grad:
-            raise Wrong("my_micro_batch_loss's result has no gradient: compute it from logits with torch operations.")
+            raise Wrong(tr("my_micro_batch_loss's result has no gradient: compute it from logits with torch "
+                           "operations."))
         loss.backward()  # gradients add up across micro-batches, as in gradient accumulation
     ref = logits.clone().requires_grad_()
     F.cross_entropy(ref.reshape(-1, V), labels.reshape(-1), ignore_index=pad_id).backward()
@@ -49,12 +52,13 @@ def _micro_loss_from(function):
                                                                       reduction="sum") / n,)])     # pads counted
 def exercise_C_1(my_micro_batch_loss):
     got, expected = _accumulated_grad(_micro_loss_from(my_micro_batch_loss))
-    close(got, expected, "the accumulated gradient", atol=1e-6, rtol=1e-5,
-          hint="every non-pad token of the whole batch must weigh 1 / n_tokens: sum this micro-batch's token losses "
-               "(reduction='sum', ignore_index=pad_id) and divide by n_tokens, "
-               "the non-pad tokens of ALL micro-batches.")
-    return ("two micro-batches of unequal lengths, accumulated with your loss, give exactly the gradient of the whole "
-            "batch's token mean.")
+    close(got, expected, tr("the accumulated gradient"), atol=1e-6, rtol=1e-5,
+          hint=tr("every non-pad token of the whole batch must weigh 1 / n_tokens: sum this micro-batch's token losses "
+                  "(reduction='sum', ignore_index=pad_id) and divide by n_tokens, "
+                  "the non-pad tokens of ALL micro-batches."))
+    return (tr("two micro-batches of unequal lengths, accumulated with your loss, give exactly the gradient of the "
+               "whole "
+               "batch's token mean."))
 
 
 def _expected_positions(ids, pad_id):
@@ -68,14 +72,16 @@ def exercise_C_2(my_position_ids):
     ids = torch.tensor([[PAD, PAD, 5, 6, 7], [PAD, 8, 9, 10, 11], [5, 6, 7, 8, 9]])  # left padding, 2, 1 and 0 pads
     got = call(my_position_ids, ids.clone(), PAD, name="my_position_ids(ids, pad_id)")
     if not isinstance(got, torch.Tensor) or got.shape != ids.shape:
-        raise Wrong(f"my_position_ids(ids, pad_id) should be a tensor of shape {tuple(ids.shape)}, got "
-                    f"{tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__}.")
+        raise Wrong(tr("my_position_ids(ids, pad_id) should be a tensor of shape {ids_shape}, got "
+                       "{value}.",
+                       ids_shape=tuple(ids.shape),
+                       value=tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__))
     real = ids != PAD
     if not torch.equal(got[real].long(), _expected_positions(ids, PAD)[real]):
-        raise Wrong("the real tokens do not get the positions 0, 1, 2, ... "
-                    "counted from each sentence's first real token.",
-                    hint="count only the real tokens: "
-                         "a running count of (ids != pad_id) along the sequence, minus one.")
+        raise Wrong(tr("the real tokens do not get the positions 0, 1, 2, ... "
+                       "counted from each sentence's first real token."),
+                    hint=tr("count only the real tokens: "
+                            "a running count of (ids != pad_id) along the sequence, minus one."))
     with torch.random.fork_rng():
         torch.manual_seed(0)
         model = tl.Transformer(20, 20, d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=1,
@@ -87,7 +93,7 @@ def exercise_C_2(my_position_ids):
         left = model.encoder(x, src_key_padding_mask=tl.padding_mask(ids, PAD))
         alone = model.encode(ids[:1, 2:])
     torch.testing.assert_close(left[:1, 2:], alone)
-    return "with your position ids, a left-padded sentence is encoded exactly as the sentence alone."
+    return tr("with your position ids, a left-padded sentence is encoded exactly as the sentence alone.")
 
 
 def _attention_cases():
@@ -109,11 +115,13 @@ def exercise_C_3(my_mixes_batch):
         with torch.no_grad():
             got = call(my_mixes_batch, attn, name="my_mixes_batch(attention)")
         if not isinstance(got, bool) and not (isinstance(got, torch.Tensor) and got.numel() == 1):
-            raise Wrong(f"my_mixes_batch should return True or False, got {type(got).__name__}.")
+            raise Wrong(tr("my_mixes_batch should return True or False, got {got_type}.", got_type=type(got).__name__))
         if bool(got) != mixes:
-            raise Wrong(f"for {name} your test says {bool(got)}, but it does mix the sentences of a batch." if mixes
-                        else f"for {name} your test says {bool(got)}, but it does not mix the sentences of a batch.",
-                        hint="feed a (B, T, D) batch, change only sentence 1, "
-                             "and see whether sentence 0's output moves.")
-    return ("your behavioural test tells the default nn.MultiheadAttention (mixes) "
-            "from batch_first=True and tl's (do not).")
+            raise Wrong(tr("for {name} your test says {got}, but it does mix the sentences of a batch.",
+                           name=name, got=bool(got)) if mixes
+                        else tr("for {name} your test says {got}, but it does not mix the sentences of a batch.",
+                                name=name, got=bool(got)),
+                        hint=tr("feed a (B, T, D) batch, change only sentence 1, "
+                                "and see whether sentence 0's output moves."))
+    return (tr("your behavioural test tells the default nn.MultiheadAttention (mixes) "
+               "from batch_first=True and tl's (do not)."))

@@ -7,6 +7,7 @@ import torch.nn as nn
 
 import transformer_lite as tl
 
+from ..i18n import tr
 from . import Wrong, call, exercise, number
 
 
@@ -15,10 +16,11 @@ def _positions(answer, name):
     try:
         values = sorted({int(v) for v in answer})
     except (TypeError, ValueError):
-        raise Wrong(f"{name} should be a list of output positions (ints from 0 to 9), "
-                    f"got {type(answer).__name__}.") from None
+        raise Wrong(tr("{name} should be a list of output positions (ints from 0 to 9), "
+                       "got {answer_type}.", name=name, answer_type=type(answer).__name__)) from None
     if any(not 0 <= v <= 9 for v in values):
-        raise Wrong(f"{name} should hold positions from 0 to 9 (a 10-token input), got {values}.")
+        raise Wrong(tr("{name} should hold positions from 0 to 9 (a 10-token input), got {values}.",
+                       name=name, values=values))
     return values
 
 
@@ -47,14 +49,15 @@ def _changed_outputs():
 def exercise_0_1(my_rnn_changed, my_attn_changed):
     rnn_expected, attn_expected = _changed_outputs()
     if _positions(my_rnn_changed, "my_rnn_changed") != rnn_expected:
-        raise Wrong("my_rnn_changed is not right: it should list every output position of the RNN that changes.",
-                    hint="h_t is computed from h_{t-1} and x_t, so it depends on tokens 0..t: which outputs "
-                         "can token 7 reach, and which were computed before it was read?")
+        raise Wrong(tr("my_rnn_changed is not right: it should list every output position of the RNN that changes."),
+                    hint=tr("h_t is computed from h_{t-1} and x_t, so it depends on tokens 0..t: which outputs "
+                            "can token 7 reach, and which were computed before it was read?"))
     if _positions(my_attn_changed, "my_attn_changed") != attn_expected:
-        raise Wrong("my_attn_changed is not right: it should list every output position of self-attention that "
-                    "changes.", hint="Without a mask, every output of self-attention is a weighted average over the "
-                                     "values of ALL positions, earlier and later ones alike.")
-    return "the RNN's outputs from position 7 on change; every output of self-attention changes."
+        raise Wrong(tr("my_attn_changed is not right: it should list every output position of self-attention that "
+                       "changes."), hint=tr("Without a mask, every output of self-attention is a weighted average over "
+                                            "the "
+                                        "values of ALL positions, earlier and later ones alike."))
+    return tr("the RNN's outputs from position 7 on change; every output of self-attention changes.")
 
 
 def _conv_layers_needed(d, k, positions=64, max_layers=64):
@@ -84,10 +87,10 @@ def exercise_0_2(my_layers_needed):
             expected = _conv_layers_needed(d, k)
             got = call(my_layers_needed, d, k, name="my_layers_needed(d, k)")
             number(got, expected, f"my_layers_needed({d}, {k})",
-                   hint="One layer of width k lets a position see (k - 1) / 2 positions further on each side; "
-                        "count how many such hops input 0 needs to reach position d (a partial hop still "
-                        "costs a layer).", rel=0.0, abs_=1e-9)
-    return "a stack of width-k convolutions needs ⌈2d / (k − 1)⌉ layers to connect positions d apart: O(n/k)."
+                   hint=tr("One layer of width k lets a position see (k - 1) / 2 positions further on each side; "
+                           "count how many such hops input 0 needs to reach position d (a partial hop still "
+                           "costs a layer)."), rel=0.0, abs_=1e-9)
+    return tr("a stack of width-k convolutions needs ⌈2d / (k − 1)⌉ layers to connect positions d apart: O(n/k).")
 
 
 def _gru_gradient_ratios(seeds=range(3), D=64, T=64):
@@ -114,23 +117,24 @@ def exercise_0_3(my_gru_ratio):
     try:
         value = float(my_gru_ratio)
     except (TypeError, ValueError):
-        raise Wrong(f"my_gru_ratio should be a number, got {type(my_gru_ratio).__name__}.") from None
+        raise Wrong(tr("my_gru_ratio should be a number, got {my_gru_ratio_type}.",
+                       my_gru_ratio_type=type(my_gru_ratio).__name__)) from None
     if not value > 0:
-        raise Wrong("my_gru_ratio should be a positive number: a ratio of two gradient norms.")
+        raise Wrong(tr("my_gru_ratio should be a positive number: a ratio of two gradient norms."))
     if value > 1:
-        raise Wrong(f"my_gru_ratio = {value:.3g} is larger than 1, but the GRU's gradient from token 0 is far "
-                    "SMALLER than its gradient from the last token.",
-                    hint="Divide the gradient from token 0 by the gradient from the last token (g[0] / g[-1]).")
+        raise Wrong(tr("my_gru_ratio = {value:.3g} is larger than 1, but the GRU's gradient from token 0 is far "
+                       "SMALLER than its gradient from the last token.", value=value),
+                    hint=tr("Divide the gradient from token 0 by the gradient from the last token (g[0] / g[-1])."))
     if value > high:
-        raise Wrong(f"my_gru_ratio = {value:.3g} is much larger than a freshly initialised GRU gives.",
-                    hint="Did you measure the GRU? Use input_gradients(lambda x: gru(x)[0], 64) with "
-                         "gru = nn.GRU(D, D, batch_first=True); attention's ratio is the one near 1.")
+        raise Wrong(tr("my_gru_ratio = {value:.3g} is much larger than a freshly initialised GRU gives.", value=value),
+                    hint=tr("Did you measure the GRU? Use input_gradients(lambda x: gru(x)[0], 64) with "
+                            "gru = nn.GRU(D, D, batch_first=True); attention's ratio is the one near 1."))
     if value < low:
-        raise Wrong(f"my_gru_ratio = {value:.3g} is much smaller than a freshly initialised GRU gives.",
-                    hint="That is about what the plain RNN gives. Measure the GRU itself: "
-                         "input_gradients(lambda x: gru(x)[0], 64) with gru = nn.GRU(D, D, batch_first=True).")
-    return ("a fresh GRU's gradient from token 0 is many orders of magnitude larger than the plain RNN's, "
-            "yet still far below 1/100 of its gradient from the last token: gating helps, the long path remains.")
+        raise Wrong(tr("my_gru_ratio = {value:.3g} is much smaller than a freshly initialised GRU gives.", value=value),
+                    hint=tr("That is about what the plain RNN gives. Measure the GRU itself: "
+                            "input_gradients(lambda x: gru(x)[0], 64) with gru = nn.GRU(D, D, batch_first=True)."))
+    return (tr("a fresh GRU's gradient from token 0 is many orders of magnitude larger than the plain RNN's, "
+               "yet still far below 1/100 of its gradient from the last token: gating helps, the long path remains."))
 
 
 def _stacked_rnn_steps(T, L):
@@ -156,8 +160,8 @@ def exercise_0_4(my_stacked_steps):
     for T, L in ((1, 1), (5, 1), (1, 4), (5, 3), (10, 4), (64, 6)):
         got = call(my_stacked_steps, T, L, name=f"my_stacked_steps({T}, {L})")
         number(got, _stacked_rnn_steps(T, L), f"my_stacked_steps({T}, {L})", rel=0.0, abs_=1e-9,
-               hint="Layer l can start on token t as soon as layer l - 1 has finished token t and layer l has "
-                    "finished token t - 1: the layers need not wait for each other to finish the whole sentence. "
-                    "Count the arrows on the longest path from x_0 to the top layer's last state.")
-    return ("L stacked RNN layers over T tokens take T + L − 1 sequential steps: the layers advance together, "
-            "like a wave, but every layer still walks the sentence token by token. L attention layers take L.")
+               hint=tr("Layer l can start on token t as soon as layer l - 1 has finished token t and layer l has "
+                       "finished token t - 1: the layers need not wait for each other to finish the whole sentence. "
+                       "Count the arrows on the longest path from x_0 to the top layer's last state."))
+    return (tr("L stacked RNN layers over T tokens take T + L − 1 sequential steps: the layers advance together, "
+               "like a wave, but every layer still walks the sentence token by token. L attention layers take L."))

@@ -7,6 +7,7 @@ import torch
 
 import transformer_lite as tl
 
+from ..i18n import tr
 from . import Wrong, call, exercise, number
 
 # ---- 1.1: a tokenizer that cuts Chinese into characters -------------------------------------------
@@ -31,14 +32,15 @@ def exercise_1_1(my_tokenize):
     for text, expected in _TOKENIZER_CASES:
         got = call(my_tokenize, text, name=f"my_tokenize({text!r})")
         if not isinstance(got, (list, tuple)) or not all(isinstance(t, str) for t in got):
-            raise Wrong(f"my_tokenize({text!r}) should return a list of strings, got {type(got).__name__}.")
+            raise Wrong(tr("my_tokenize({text!r}) should return a list of strings, got {got_type}.",
+                           text=text, got_type=type(got).__name__))
         if list(got) != expected:
-            hint = ("Each Chinese character (\\u4e00-\\u9fff) should be a token of its own, while English words "
-                    "stay whole: put a character class for Chinese characters BEFORE the \\w+ alternative, and "
-                    "keep Chinese characters out of the word runs, e.g. [^\\W\\u4e00-\\u9fff]+.")
-            raise Wrong(f"my_tokenize({text!r}) is not right: it gives {len(got)} token(s) where "
-                        f"{len(expected)} are expected.", hint)
-    return "Chinese characters are single tokens, English words stay whole, punctuation is cut off."
+            hint = (tr("Each Chinese character (\\u4e00-\\u9fff) should be a token of its own, while English words "
+                       "stay whole: put a character class for Chinese characters BEFORE the \\w+ alternative, and "
+                       "keep Chinese characters out of the word runs, e.g. [^\\W\\u4e00-\\u9fff]+."))
+            raise Wrong(tr("my_tokenize({text!r}) is not right: it gives {n_got} token(s) where "
+                           "{n_expected} are expected.", text=text, n_got=len(got), n_expected=len(expected)), hint)
+    return tr("Chinese characters are single tokens, English words stay whole, punctuation is cut off.")
 
 
 # ---- 1.2: apply learned BPE merges to a new word -----------------------------------------------------
@@ -121,19 +123,20 @@ def exercise_1_2(my_bpe_segment):
         try:
             got = tuple(got)
         except TypeError:
-            raise Wrong(f"my_bpe_segment({word!r}, merges) should return a tuple of symbols, "
-                        f"got {type(got).__name__}.") from None
+            raise Wrong(tr("my_bpe_segment({word!r}, merges) should return a tuple of symbols, "
+                           "got {got_type}.", word=word, got_type=type(got).__name__)) from None
         expected = bpe_segment(word, merges)
         if got != expected:
             if "".join(map(str, got)) != word + END:
-                hint = (f"The symbols, joined, must spell the word followed by the end marker {END!r}: start "
-                        f"from tuple(word) + ({END!r},).")
+                hint = (tr("The symbols, joined, must spell the word followed by the end marker {end!r}: start "
+                           "from tuple(word) + ({end!r},).", end=END))
             else:
-                hint = ("Apply the merges one after another in the order they were learned, and each merge "
-                        "to EVERY place its pair occurs (left to right) before moving to the next merge.")
-            raise Wrong(f"my_bpe_segment({word!r}, merges) is not BPE's cut of {word!r} (yours has {len(got)} "
-                        f"symbol(s), BPE's has {len(expected)}).", hint)
-    return "new words are cut into learned pieces (e.g. 'lowest' into 'low' + 'est</w>'): nothing is unknown."
+                hint = (tr("Apply the merges one after another in the order they were learned, and each merge "
+                           "to EVERY place its pair occurs (left to right) before moving to the next merge."))
+            raise Wrong(tr("my_bpe_segment({word!r}, merges) is not BPE's cut of {word!r} (yours has {n_got} "
+                           "symbol(s), BPE's has {n_expected}).",
+                           word=word, n_got=len(got), n_expected=len(expected)), hint)
+    return tr("new words are cut into learned pieces (e.g. 'lowest' into 'low' + 'est</w>'): nothing is unknown.")
 
 
 # ---- 1.3: bug hunt: a pipeline that turns known words into <unk> ----------------------------------
@@ -180,24 +183,27 @@ def exercise_1_3(my_unknown_share, my_encode):
     try:
         share = float(my_unknown_share)
     except (TypeError, ValueError):
-        raise Wrong(f"my_unknown_share should be a number, got {type(my_unknown_share).__name__}.") from None
+        raise Wrong(tr("my_unknown_share should be a number, got {my_unknown_share_type}.",
+                       my_unknown_share_type=type(my_unknown_share).__name__)) from None
     expected = _buggy_share()
     if abs(share - expected) > 1e-6:
-        raise Wrong(f"my_unknown_share = {share:.3g} is not the share of <unk> among the ids encode_sentence "
-                    f"gives for the chapter's corpus.",
-                    hint="Encode the three sentences of `corpus` with encode_sentence, put all the ids together, "
-                         "and divide the number of UNK ids by the number of ids. Words the vocabulary was built "
-                         "from should never be <unk>: which ones are?")
+        raise Wrong(tr("my_unknown_share = {share:.3g} is not the share of <unk> among the ids encode_sentence "
+                       "gives for the chapter's corpus.", share=share),
+                    hint=tr("Encode the three sentences of `corpus` with encode_sentence, put all the ids together, "
+                            "and divide the number of UNK ids by the number of ids. Words the vocabulary was built "
+                            "from should never be <unk>: which ones are?"))
     vocab = _vocab()
     for text in _ENCODE_CASES:
         got = call(my_encode, text, name=f"my_encode({text!r})")
         right = vocab.encode(_toy_tokenize(text))
         if not isinstance(got, (list, tuple)) or [int(i) for i in got] != right:
-            raise Wrong(f"my_encode({text!r}) gives {got!r}, but the vocabulary's own tokenizer gives ids {right}.",
-                        hint="Encode the tokens of `tokenize`, the tokenizer that built the vocabulary: it "
-                             "lower-cases AND cuts punctuation off.")
-    return (f"{expected:.0%} of the ids were <unk> for words the vocabulary knows (\"The\", \"mat.\", \"dog!\"): "
-            "encode with the tokenizer that built the vocabulary, and test that its own corpus has no <unk>.")
+            raise Wrong(tr("my_encode({text!r}) gives {got!r}, but the vocabulary's own tokenizer gives ids {right}.",
+                           text=text, got=got, right=right),
+                        hint=tr("Encode the tokens of `tokenize`, the tokenizer that built the vocabulary: it "
+                                "lower-cases AND cuts punctuation off."))
+    return (tr("{expected:.0%} of the ids were <unk> for words the vocabulary knows (\"The\", \"mat.\", \"dog!\"): "
+               "encode with the tokenizer that built the vocabulary, and test that its own corpus has no <unk>.",
+               expected=expected))
 
 
 # ---- 1.4: what sharing one matrix saves -------------------------------------------------------------
@@ -216,9 +222,9 @@ def exercise_1_4(my_saved):
     for V, D in ((50, 8), (120, 16)):
         got = call(my_saved, V, D, name=f"my_saved({V}, {D})")
         number(got, _saved_by_sharing(V, D), f"my_saved({V}, {D})", rel=0.0, abs_=1e-9,
-               hint="Three (V, D) matrices (source embedding, target embedding, output layer) become one. "
-                    "The output layer's bias (V numbers) is not part of the shared matrix: it stays.")
-    return "one shared matrix instead of three saves 2 · V · D parameters (the output bias stays)."
+               hint=tr("Three (V, D) matrices (source embedding, target embedding, output layer) become one. "
+                       "The output layer's bias (V numbers) is not part of the shared matrix: it stays."))
+    return tr("one shared matrix instead of three saves 2 · V · D parameters (the output bias stays).")
 
 
 # ---- 1.5: the factor with nn.Embedding's own initialisation ----------------------------------------
@@ -237,6 +243,7 @@ def _length_ratio(D=256, rows=1000, pos=10):
 def exercise_1_5(my_ratio):
     expected = _length_ratio()
     number(my_ratio, expected, "my_ratio", rel=0.03,
-           hint="nn.Embedding draws N(0, 1) entries, so a row has length about sqrt(D); times sqrt(D) that is "
-                "about D. PE(pos) has length sqrt(D / 2). Divide the token's length by PE's.")
-    return "scaled N(0, 1) rows are about √(2D) ≈ 23 times longer than PE at D = 256: the token drowns the position."
+           hint=tr("nn.Embedding draws N(0, 1) entries, so a row has length about sqrt(D); times sqrt(D) that is "
+                   "about D. PE(pos) has length sqrt(D / 2). Divide the token's length by PE's."))
+    return tr("scaled N(0, 1) rows are about √(2D) ≈ 23 times longer than PE at D = 256: the token drowns the "
+              "position.")

@@ -5,6 +5,7 @@ import torch
 
 import transformer_lite as tl
 
+from ..i18n import N_, tr
 from . import Wrong, as_bool, call, close, exercise, tensor
 
 # ---- 2.1: bug hunt -- which of three tables is not a sinusoidal encoding? ------------------------------
@@ -45,19 +46,19 @@ def _all_sines(max_len, d_model):
 def _valid_21():
     from transformer_lite import pitfalls
 
-    return [("the paper's table (200, 64)", tl.sinusoidal_positional_encoding(200, 64)),
-            ("the paper's table (100, 16)", tl.sinusoidal_positional_encoding(100, 16)),
-            ("the concatenated layout (200, 64)", tl.sinusoidal_positional_encoding(200, 64, interleaved=False)),
-            ("the table with its pairs in reverse order (200, 64)",
+    return [(tr("the paper's table (200, 64)"), tl.sinusoidal_positional_encoding(200, 64)),
+            (tr("the paper's table (100, 16)"), tl.sinusoidal_positional_encoding(100, 16)),
+            (tr("the concatenated layout (200, 64)"), tl.sinusoidal_positional_encoding(200, 64, interleaved=False)),
+            (tr("the table with its pairs in reverse order (200, 64)"),
              pitfalls.positional_encoding_reversed_frequencies(200, 64))]
 
 
 def _invalid_21():
     from transformer_lite import pitfalls
 
-    return [("the suspect with the bug (200, 64)", pitfalls.positional_encoding_cos_column_index(200, 64)),
-            ("a table whose cosines run one position ahead (200, 64)", _shifted_cos(200, 64)),
-            ("a table of sines only (100, 16)", _all_sines(100, 16))]
+    return [(tr("the suspect with the bug (200, 64)"), pitfalls.positional_encoding_cos_column_index(200, 64)),
+            (tr("a table whose cosines run one position ahead (200, 64)"), _shifted_cos(200, 64)),
+            (tr("a table of sines only (100, 16)"), _all_sines(100, 16))]
 
 
 def _distance_test(table):
@@ -78,29 +79,30 @@ def exercise_2_1(my_test, my_buggy):
     for name, table in _valid_21():
         verdict = as_bool(call(my_test, table.clone(), name="my_test"))
         if verdict is not True and verdict is not False:
-            raise Wrong(f"my_test should return True or False, got {verdict!r}.")
+            raise Wrong(tr("my_test should return True or False, got {verdict!r}.", verdict=verdict))
         if not verdict:
-            raise Wrong(f"my_test rejects {name}, which is a valid sinusoidal encoding.",
-                        hint="a layout with permuted columns is valid: test properties that do not depend on the "
-                             "order of the columns (lengths of the rows, dot products of pairs of rows), and leave "
-                             "a little tolerance for float32 rounding (about 1e-4 on a dot product).")
+            raise Wrong(tr("my_test rejects {name}, which is a valid sinusoidal encoding.", name=name),
+                        hint=tr("a layout with permuted columns is valid: test properties that do not depend on the "
+                                "order of the columns (lengths of the rows, dot products of pairs of rows), and leave "
+                                "a little tolerance for float32 rounding (about 1e-4 on a dot product)."))
     for name, table in _invalid_21():
         if as_bool(call(my_test, table.clone(), name="my_test")) is not False:
-            raise Wrong(f"my_test accepts {name}, which is not a sinusoidal encoding.",
-                        hint="every correct table has rows of length sqrt(D/2), and PE(p)·PE(q) depends only on "
-                             "|p − q|: test that, for every distance.")
+            raise Wrong(tr("my_test accepts {name}, which is not a sinusoidal encoding.", name=name),
+                        hint=tr("every correct table has rows of length sqrt(D/2), and PE(p)·PE(q) depends only on "
+                                "|p − q|: test that, for every distance."))
     letter = str(my_buggy).strip().upper()
     if letter not in SUSPECTS_21:
-        raise Wrong(f"my_buggy should be one of 'A', 'B', 'C', got {my_buggy!r}.")
+        raise Wrong(tr("my_buggy should be one of 'A', 'B', 'C', got {my_buggy!r}.", my_buggy=my_buggy))
     if letter != _BUGGY_21:
         kind = SUSPECTS_21[letter]
-        hint = ("table A is the concatenated layout: all the sines, then all the cosines. Valid, only permuted."
-                if kind == "concatenated" else "table C is the paper's own table.")
-        raise Wrong(f"table {letter} passes the tests of this chapter.",
-                    hint=hint + " Run your test on each of the three.")
-    return ("your test accepts every valid layout and rejects the broken ones; table B is the bug: its cosines use "
-            "the column index 2i + 1 in the exponent, so a pair no longer shares one angle (its rows do not all have "
-            "length √(D/2), and PE(p)·PE(q) depends on more than p − q).")
+        hint = (tr("table A is the concatenated layout: all the sines, then all the cosines. Valid, only permuted.")
+                if kind == "concatenated" else tr("table C is the paper's own table."))
+        raise Wrong(tr("table {letter} passes the tests of this chapter.", letter=letter),
+                    hint=hint + tr(" Run your test on each of the three."))
+    return (tr("your test accepts every valid layout and rejects the broken ones; table B is the bug: its cosines use "
+               "the column index 2i + 1 in the exponent, so a pair no longer shares one angle (its rows do not all "
+               "have "
+               "length √(D/2), and PE(p)·PE(q) depends on more than p − q)."))
 
 
 # ---- 2.2: bug hunt -- the slip in a colleague's table, then the table written by the reader -------------------
@@ -151,21 +153,21 @@ def _column_index(max_len, d_model):
 
 _MISTAKES_22 = [
     (_exponent_i,
-     "that is still the suspect's table: its first pair is right and the later pairs turn too fast. Compare the "
-     "exponent of pair i with §3.5's, or print the divisor of each pair next to 10000^(2i/d_model)."),
+     N_("that is still the suspect's table: its first pair is right and the later pairs turn too fast. Compare the "
+        "exponent of pair i with §3.5's, or print the divisor of each pair next to 10000^(2i/d_model).")),
     (lambda L, D: _table(L, D, _reversed),
-     "your table is the paper's with the frequencies reversed: your first dimensions are the slow ones. "
-     "Pair i divides pos by 10000^(2i/d_model), so i = 0 divides by 1 and is the fastest."),
+     N_("your table is the paper's with the frequencies reversed: your first dimensions are the slow ones. "
+        "Pair i divides pos by 10000^(2i/d_model), so i = 0 divides by 1 and is the fastest.")),
     (lambda L, D: _table(L, D, _right, swap=True),
-     "sine and cosine are swapped: the paper puts sin in the even columns 2i and cos in the odd ones 2i + 1."),
+     N_("sine and cosine are swapped: the paper puts sin in the even columns 2i and cos in the odd ones 2i + 1.")),
     (lambda L, D: _table(L, D, _right, multiply=True),
-     "you multiply pos by 10000^(2i/d_model); the paper divides by it (the angle is pos / 10000^(2i/d_model))."),
+     N_("you multiply pos by 10000^(2i/d_model); the paper divides by it (the angle is pos / 10000^(2i/d_model)).")),
     (_column_index,
-     "the exponent uses the column index j; it should use 2i, the same for a sine (column 2i) and its cosine "
-     "(column 2i + 1), so that each pair shares one frequency."),
+     N_("the exponent uses the column index j; it should use 2i, the same for a sine (column 2i) and its cosine "
+        "(column 2i + 1), so that each pair shares one frequency.")),
     (lambda L, D: _table(L, D, _right, interleaved=False),
-     "your table puts all the sines first and all the cosines after them (the concatenated layout); the paper "
-     "interleaves them: sin, cos, sin, cos, …"),
+     N_("your table puts all the sines first and all the cosines after them (the concatenated layout); the paper "
+        "interleaves them: sin, cos, sin, cos, …")),
 ]
 
 
@@ -184,14 +186,15 @@ def exercise_2_2(my_positional_encoding):
             continue
         for mistake, hint in _MISTAKES_22:
             if torch.allclose(out.double(), mistake(L, D).double(), atol=1e-4, rtol=1e-4):
-                raise Wrong(f"my_positional_encoding({L}, {D}) is not the paper's table.", hint)
+                raise Wrong(tr("my_positional_encoding({L}, {D}) is not the paper's table.", L=L, D=D), tr(hint))
         close(out, expected, f"my_positional_encoding({L}, {D})",
-              hint="column 2i is sin(pos / 10000^(2i/d_model)) and column 2i + 1 the cosine of the same angle; "
-                   "build pos as a (max_len, 1) column and 10000^(2i/d_model) as a (d_model/2,) row.")
-    return ("your table equals tl.sinusoidal_positional_encoding for (50, 16), (20, 512) and (3, 2). The suspect "
-            "wrote i where §3.5 has 2i: 10000^(i/d_model) = 100^(2i/d_model), the paper's table with base 100, so at "
-            "d_model = 512 its slowest pair repeats after about 617 positions instead of 60,611. Each of its pairs "
-            "still shares one angle, so exercise 2.1's test passes it: a valid encoding, but not the paper's.")
+              hint=tr("column 2i is sin(pos / 10000^(2i/d_model)) and column 2i + 1 the cosine of the same angle; "
+                      "build pos as a (max_len, 1) column and 10000^(2i/d_model) as a (d_model/2,) row."))
+    return (tr("your table equals tl.sinusoidal_positional_encoding for (50, 16), (20, 512) and (3, 2). The suspect "
+               "wrote i where §3.5 has 2i: 10000^(i/d_model) = 100^(2i/d_model), the paper's table with base 100, so "
+               "at "
+               "d_model = 512 its slowest pair repeats after about 617 positions instead of 60,611. Each of its pairs "
+               "still shares one angle, so exercise 2.1's test passes it: a valid encoding, but not the paper's."))
 
 
 # ---- 2.3: the rotation M_k, fitted by least squares ------------------------------------------------------------------
@@ -224,15 +227,16 @@ def exercise_2_3(my_A):
     A = tensor(my_A, "my_A", (_D24, _D24)).double()
     expected = _rotation(_K24, _D24).T
     if torch.allclose(A, expected, atol=1e-4, rtol=0):
-        return f"the least-squares fit of PE(pos + {_K24}) from PE(pos) is exactly M_{_K24}ᵀ (D = {_D24})."
+        return tr("the least-squares fit of PE(pos + {k24}) from PE(pos) is exactly M_{k24}ᵀ (D = {d24}).",
+                  k24=_K24, d24=_D24)
     if isinstance(my_A, torch.Tensor) and my_A.dtype != torch.float64:
-        raise Wrong(f"my_A ({my_A.dtype}) is not M_{_K24}ᵀ, the exact fit.",
-                    hint="fit on the float64 table (pe_from_formula). The table is badly conditioned: its slowest "
-                         "columns hardly change over 512 positions, and float32's rounding errors are amplified "
-                         "into a wrong A.")
+        raise Wrong(tr("my_A ({dtype}) is not M_{k24}ᵀ, the exact fit.", dtype=my_A.dtype, k24=_K24),
+                    hint=tr("fit on the float64 table (pe_from_formula). The table is badly conditioned: its slowest "
+                            "columns hardly change over 512 positions, and float32's rounding errors are amplified "
+                            "into a wrong A."))
     if torch.allclose(A, _rotation(_K24, _D24), atol=1e-4, rtol=0):
-        raise Wrong("my_A is M_3, the transpose of what the rows need: it maps PE(pos + 3) back to PE(pos).",
-                    hint="solve pe[:-k] @ A ≈ pe[k:]: torch.linalg.lstsq(pe[:-k], pe[k:]).solution, in float64.")
-    raise Wrong(f"my_A does not satisfy pe[:-{_K24}] @ my_A ≈ pe[{_K24}:] as well as the best fit does.",
-                hint="torch.linalg.lstsq(X, Y).solution minimises |X @ A − Y|; here X = pe[:-k], Y = pe[k:], "
-                     "with pe the float64 table of 512 positions and D = 16.")
+        raise Wrong(tr("my_A is M_3, the transpose of what the rows need: it maps PE(pos + 3) back to PE(pos)."),
+                    hint=tr("solve pe[:-k] @ A ≈ pe[k:]: torch.linalg.lstsq(pe[:-k], pe[k:]).solution, in float64."))
+    raise Wrong(tr("my_A does not satisfy pe[:-{k24}] @ my_A ≈ pe[{k24}:] as well as the best fit does.", k24=_K24),
+                hint=tr("torch.linalg.lstsq(X, Y).solution minimises |X @ A − Y|; here X = pe[:-k], Y = pe[k:], "
+                        "with pe the float64 table of 512 positions and D = 16."))

@@ -7,6 +7,7 @@ import torch
 
 import transformer_lite as tl
 
+from ..i18n import N_, tr
 from . import Wrong, as_bool, call, close, exercise, number, tensor
 
 # The chapter's "Thinking Machines" example: embeddings and hand-made weights (d_model = 4, d_k = d_v = 3).
@@ -58,26 +59,27 @@ def exercise_3_1(my_test, my_diagnosis):
 
     verdict = as_bool(call(my_test, tl.scaled_dot_product_attention, name="my_test(tl.scaled_dot_product_attention)"))
     if verdict is not True and verdict is not False:
-        raise Wrong(f"my_test should return True or False, got {verdict!r}.")
+        raise Wrong(tr("my_test should return True or False, got {verdict!r}.", verdict=verdict))
     if not verdict:
-        raise Wrong("my_test rejects tl.scaled_dot_product_attention, which is right.",
-                    hint="call attention(q, k, v) -> (output, weights) on random inputs; compare the output with "
-                         "torch.nn.functional.scaled_dot_product_attention(q, k, v), with a tolerance (atol=1e-5).")
+        raise Wrong(tr("my_test rejects tl.scaled_dot_product_attention, which is right."),
+                    hint=tr("call attention(q, k, v) -> (output, weights) on random inputs; compare the output with "
+                            "torch.nn.functional.scaled_dot_product_attention(q, k, v), with a tolerance (atol=1e-5)."))
     for name, wrong in [("suspect_attention", suspect_attention),
                         ("pitfalls.attention_without_scaling", pitfalls.attention_without_scaling)]:
         if as_bool(call(my_test, wrong, name=f"my_test({name})")) is not False:
-            raise Wrong(f"my_test accepts {name}, which is wrong.",
-                        hint="compare the whole output with PyTorch's function, and check that each row of the "
-                             "weights sums to 1; a test on the shapes alone passes every one of these bugs.")
+            raise Wrong(tr("my_test accepts {name}, which is wrong.", name=name),
+                        hint=tr("compare the whole output with PyTorch's function, and check that each row of the "
+                                "weights sums to 1; a test on the shapes alone passes every one of these bugs."))
     diagnosis = str(my_diagnosis).strip().lower()
     if diagnosis not in DIAGNOSES_31:
-        raise Wrong(f"my_diagnosis should be one of {', '.join(repr(d) for d in DIAGNOSES_31)}; got {my_diagnosis!r}.")
+        raise Wrong(tr("my_diagnosis should be one of {items}; got {my_diagnosis!r}.",
+                       items=', '.join(repr(d) for d in DIAGNOSES_31), my_diagnosis=my_diagnosis))
     if diagnosis != "softmax over the queries":
-        raise Wrong(f"the bug is not '{diagnosis}'.",
-                    hint="look at the weights the suspect returns: sum them along each axis.")
-    return ("your test passes the package's attention and catches both bugs; the suspect's softmax runs over the "
-            "queries (dim=-2): its columns sum to 1, its rows do not, so a word's output is no longer a weighted "
-            "average of the values.")
+        raise Wrong(tr("the bug is not '{diagnosis}'.", diagnosis=diagnosis),
+                    hint=tr("look at the weights the suspect returns: sum them along each axis."))
+    return (tr("your test passes the package's attention and catches both bugs; the suspect's softmax runs over the "
+               "queries (dim=-2): its columns sum to 1, its rows do not, so a word's output is no longer a weighted "
+               "average of the values."))
 
 
 # ---- 3.2: bug hunt -- the slip in a colleague's matrix form, then the function written by the reader ------------
@@ -96,12 +98,12 @@ def _scale_from_axis_1(Q, K, V):
 
 
 _MISTAKES_32 = [
-    (_scale_from_axis_1, "that is still the suspect: right on a (T, d_k) input, wrong once batch axes come first. "
-                         "Which axis of Q holds d_k when Q is (B, H, T, D_h)?"),
-    (_attention(lambda d: 1.0), "the scores are not divided by √d_k (step 3): you computed softmax(Q Kᵀ) V."),
-    (_attention(lambda d: 1 / d), "you divided by d_k; the paper divides by its square root, √d_k."),
-    (_attention(dim=-2), "the softmax ran over the queries (dim=-2). It runs over the keys, the last axis "
-                         "of the (…, T, S) scores: each query's weights sum to 1."),
+    (_scale_from_axis_1, N_("that is still the suspect: right on a (T, d_k) input, wrong once batch axes come first. "
+                            "Which axis of Q holds d_k when Q is (B, H, T, D_h)?")),
+    (_attention(lambda d: 1.0), N_("the scores are not divided by √d_k (step 3): you computed softmax(Q Kᵀ) V.")),
+    (_attention(lambda d: 1 / d), N_("you divided by d_k; the paper divides by its square root, √d_k.")),
+    (_attention(dim=-2), N_("the softmax ran over the queries (dim=-2). It runs over the keys, the last axis "
+                            "of the (…, T, S) scores: each query's weights sum to 1.")),
 ]
 
 
@@ -117,21 +119,24 @@ def exercise_3_2(my_attention):
         name = f"my_attention(Q {q_shape}, K {k_shape}, V {v_shape})"
         out = call(my_attention, Q, K, V, name=name)
         if isinstance(out, tuple):
-            raise Wrong(f"{name} returned a tuple of {len(out)}; return only the output tensor.",
-                        hint="tl.scaled_dot_product_attention returns (output, weights); your function returns "
-                             "the output alone.")
+            raise Wrong(tr("{name} returned a tuple of {n_out}; return only the output tensor.",
+                           name=name, n_out=len(out)),
+                        hint=tr("tl.scaled_dot_product_attention returns (output, weights); your function returns "
+                                "the output alone."))
         expected = tl.scaled_dot_product_attention(Q, K, V)[0]
         out = tensor(out, name, tuple(expected.shape))
         if torch.allclose(out, expected, atol=1e-5, rtol=1e-4):
             continue
         for wrong, hint in _MISTAKES_32:
             if torch.allclose(out, wrong(Q, K, V), atol=1e-5, rtol=1e-4):
-                raise Wrong(f"{name} differs from tl.scaled_dot_product_attention.", hint)
-        close(out, expected, name, hint="softmax(Q Kᵀ / √d_k) V, with the transpose of the last two axes of K "
-                                        "(K.transpose(-2, -1)) and the softmax over the last axis.")
-    return ("your attention equals tl.scaled_dot_product_attention, unbatched with T ≠ S, on a (B, T, d_k) batch and "
-            "on (B, H, T, D_h) heads. The suspect read d_k from Q.shape[1], which is d_k only without batch axes: on "
-            "heads it divided by √H, on a batch by √T. Q.shape[-1] is d_k whatever comes before it.")
+                raise Wrong(tr("{name} differs from tl.scaled_dot_product_attention.", name=name), tr(hint))
+        close(out, expected, name, hint=tr("softmax(Q Kᵀ / √d_k) V, with the transpose of the last two axes of K "
+                                           "(K.transpose(-2, -1)) and the softmax over the last axis."))
+    return (tr("your attention equals tl.scaled_dot_product_attention, unbatched with T ≠ S, on a (B, T, d_k) batch "
+               "and "
+               "on (B, H, T, D_h) heads. The suspect read d_k from Q.shape[1], which is d_k only without batch axes: "
+               "on "
+               "heads it divided by √H, on a batch by √T. Q.shape[-1] is d_k whatever comes before it."))
 
 
 # ---- 3.3: temperature: the scale at which "it" puts 99 % of its weight on "animal" ------------------------
@@ -182,8 +187,9 @@ def _scale_99_without_zeros() -> float:
                         lambda: (30.0,)])                             # large enough, but not the smallest
 def exercise_3_3(my_scale_99):
     s = number(my_scale_99, _scale_99(), "my_scale_99", rel=2e-3,
-               hint=f"all {len(SENTENCE)} words are in the softmax: the words whose score is 0 each add e^0 = 1 to the "
-                    "denominator. The weight on 'animal' grows with the scale; find where it reaches 0.99 "
-                    "(bisection, or solve the equation on paper with u = e^(3s)).")
-    return (f"at scale {s:.4f} 'it' puts {_weight_on_animal(s):.4f} of its weight on 'animal' "
-            f"(the default 1/√2 gives {_weight_on_animal(1 / math.sqrt(2)):.2f}).")
+               hint=tr("all {n_sentence} words are in the softmax: the words whose score is 0 each add e^0 = 1 to the "
+                       "denominator. The weight on 'animal' grows with the scale; find where it reaches 0.99 "
+                       "(bisection, or solve the equation on paper with u = e^(3s)).", n_sentence=len(SENTENCE)))
+    return (tr("at scale {s:.4f} 'it' puts {weight_on_animal:.4f} of its weight on 'animal' "
+               "(the default 1/√2 gives {weight_on_animal2:.2f}).",
+               s=s, weight_on_animal=_weight_on_animal(s), weight_on_animal2=_weight_on_animal(1 / math.sqrt(2))))

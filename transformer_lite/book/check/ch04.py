@@ -8,6 +8,7 @@ import torch
 import transformer_lite as tl
 from transformer_lite import pitfalls
 
+from ..i18n import N_, tr
 from . import Wrong, call, close, exercise
 
 
@@ -16,7 +17,8 @@ def _shape(answer, name: str) -> tuple:
     try:
         return tuple(int(v) for v in answer)
     except (TypeError, ValueError):
-        raise Wrong(f"{name} should be a shape such as (2, 3, 4), got {answer!r}.") from None
+        raise Wrong(tr("{name} should be a shape such as (2, 3, 4), got {answer!r}.",
+                       name=name, answer=answer)) from None
 
 
 def _labelled(T: int = 3, D: int = 8) -> torch.Tensor:
@@ -41,21 +43,22 @@ def exercise_4_1(shape_q, shape_weights, shape_merged):
         _, weights = mha(x, x, x)
     checks = [
         (shape_q, tuple(q.shape), "shape_q",
-         "split_heads views (B, T, D) as (B, T, H, D_h) and then swaps T and H, so that each head holds a "
-         "(T, D_h) matrix: the head axis comes before the word axis."),
+         tr("split_heads views (B, T, D) as (B, T, H, D_h) and then swaps T and H, so that each head holds a "
+            "(T, D_h) matrix: the head axis comes before the word axis.")),
         (shape_weights, tuple(weights.shape), "shape_weights",
-         "every head has its own T x T table of weights (query word x key word); tl.MultiHeadAttention returns "
-         "them per head (torch's nn.MultiheadAttention averages them over the heads by default)."),
+         tr("every head has its own T x T table of weights (query word x key word); tl.MultiHeadAttention returns "
+            "them per head (torch's nn.MultiheadAttention averages them over the heads by default).")),
         (shape_merged, tuple(tl.merge_heads(q).shape), "shape_merged",
-         "merge_heads undoes split_heads: the heads' D_h-wide outputs are laid side by side again."),
+         tr("merge_heads undoes split_heads: the heads' D_h-wide outputs are laid side by side again.")),
     ]
     for answer, expected, name, hint in checks:
         got = _shape(answer, name)
         if len(got) != len(expected):
-            raise Wrong(f"{name} should have {len(expected)} axes, got {len(got)}: {got}.", hint)
+            raise Wrong(tr("{name} should have {n_expected} axes, got {n_got}: {got}.",
+                           name=name, n_expected=len(expected), n_got=len(got), got=got), hint)
         if got != expected:
-            raise Wrong(f"{name} = {got} is not right.", hint)
-    return "split (B, H, T, D_h), weights (B, H, T, T), merged (B, T, D): checked by running tl.MultiHeadAttention."
+            raise Wrong(tr("{name} = {got} is not right.", name=name, got=got), hint)
+    return tr("split (B, H, T, D_h), weights (B, H, T, T), merged (B, T, D): checked by running tl.MultiHeadAttention.")
 
 
 # ---- 4.2: the split without the transpose ----------------------------------------------------------------
@@ -68,12 +71,13 @@ def exercise_4_2(positions):
     try:
         got = sorted({int(p) for p in positions})
     except (TypeError, ValueError):
-        raise Wrong(f"positions should be a list of word positions such as [0, 2], got {positions!r}.") from None
+        raise Wrong(tr("positions should be a list of word positions such as [0, 2], got {positions!r}.",
+                       positions=positions)) from None
     if got != expected:
-        raise Wrong(f"positions {got} is not right.",
-                    "print x.view(B, H, T, D_h)[0, 0] and read the tens digits: the view fills head 0 with the "
-                    "first T * D_h numbers of x in memory order, word 0's features first.")
-    return "the buggy head 0 holds all of word 0, half of word 1 and nothing of word 2."
+        raise Wrong(tr("positions {got} is not right.", got=got),
+                    tr("print x.view(B, H, T, D_h)[0, 0] and read the tens digits: the view fills head 0 with the "
+                       "first T * D_h numbers of x in memory order, word 0's features first."))
+    return tr("the buggy head 0 holds all of word 0, half of word 1 and nothing of word 2.")
 
 
 # ---- 4.3: spot the slip in a split and merge that pass the round trip ---------------------------------------
@@ -90,8 +94,9 @@ def _merge_strided(x: torch.Tensor) -> torch.Tensor:
     return x.permute(0, 2, 3, 1).reshape(B, T, D_h * H)
 
 
-_STRIDED = ("that cuts D as (D_h, H): head h gets every H-th column of q (h, h + H, ...), not the block of D_h "
-            "neighbouring columns that W_h^Q fills, and the merge undoes the same cut, so a round trip cannot see it. ")
+_STRIDED = (N_("that cuts D as (D_h, H): head h gets every H-th column of q (h, h + H, ...), not the block of D_h "
+               "neighbouring columns that W_h^Q fills, and the merge undoes the same cut, so a round trip cannot see "
+               "it. "))
 
 
 @exercise("4.3", wrong=[
@@ -107,23 +112,24 @@ def exercise_4_3(my_split_heads, my_merge_heads):
         x = torch.randn(B, T, D, generator=g)
         right = tl.split_heads(x, H)
         mine = call(my_split_heads, x, H, name="my_split_heads")
-        hint = "view (B, T, D) as (B, T, H, D_h), then transpose(1, 2): (B, H, T, D_h) with D_h = D / H."
+        hint = tr("view (B, T, D) as (B, T, H, D_h), then transpose(1, 2): (B, H, T, D_h) with D_h = D / H.")
         if isinstance(mine, torch.Tensor) and torch.equal(mine, pitfalls.split_heads_without_transpose(x, H)):
-            hint = ("that is x.view(B, H, T, D_h) without a transpose: each 'head' gets consecutive numbers of "
-                    "memory, i.e. whole words. View as (B, T, H, D_h) first, then swap axes 1 and 2.")
+            hint = (tr("that is x.view(B, H, T, D_h) without a transpose: each 'head' gets consecutive numbers of "
+                       "memory, i.e. whole words. View as (B, T, H, D_h) first, then swap axes 1 and 2."))
         if isinstance(mine, torch.Tensor) and torch.equal(mine, _split_strided(x, H)):
-            hint = _STRIDED + hint
-        close(mine, right, f"my_split_heads(x, {H}) for x of shape {(B, T, D)}", hint=hint)
+            hint = tr(_STRIDED) + hint
+        close(mine, right, tr("my_split_heads(x, {H}) for x of shape {value}", H=H, value=(B, T, D)), hint=hint)
         heads = torch.randn(B, H, T, D // H, generator=g)
         merged = call(my_merge_heads, heads, name="my_merge_heads")
-        hint = "transpose (B, H, T, D_h) back to (B, T, H, D_h) first, then reshape to (B, T, D)."
+        hint = tr("transpose (B, H, T, D_h) back to (B, T, H, D_h) first, then reshape to (B, T, D).")
         if isinstance(merged, torch.Tensor) and torch.equal(merged, pitfalls.merge_heads_without_transpose(heads)):
-            hint = ("that is a reshape without the transpose: it reads the heads in memory order, so a row "
-                    "glues together pieces of different words. " + hint)
+            hint = (tr("that is a reshape without the transpose: it reads the heads in memory order, so a row "
+                       "glues together pieces of different words. ") + hint)
         if isinstance(merged, torch.Tensor) and torch.equal(merged, _merge_strided(heads)):
-            hint = _STRIDED + hint
-        close(merged, tl.merge_heads(heads), f"my_merge_heads(heads) for heads of shape {(B, H, T, D // H)}", hint=hint)
-    return "your split and merge equal tl.split_heads and tl.merge_heads on three shapes."
+            hint = tr(_STRIDED) + hint
+        close(merged, tl.merge_heads(heads), tr("my_merge_heads(heads) for heads of shape {value}",
+                                                value=(B, H, T, D // H)), hint=hint)
+    return tr("your split and merge equal tl.split_heads and tl.merge_heads on three shapes.")
 
 
 # ---- 4.4: multi-head attention head by head --------------------------------------------------------------
@@ -160,14 +166,16 @@ def _no_output_projection(mha, x):
 
 
 _KNOWN_MISTAKES = [
-    (_heads_see_slices_of_x, "your heads attend over slices of x. Each head's queries are x W_i^Q: ALL D features of x "
-                             "times head i's columns of W^Q (rows i*D_h to (i+1)*D_h - 1 of q_proj.weight). Only the "
-                             "projected q, k and v are cut into heads."),
+    (_heads_see_slices_of_x, N_("your heads attend over slices of x. Each head's queries are x W_i^Q: ALL D features "
+                                "of x "
+                                "times head i's columns of W^Q (rows i*D_h to (i+1)*D_h - 1 of q_proj.weight). Only "
+                                "the "
+                                "projected q, k and v are cut into heads.")),
     (_wo_rows,
-     "W_i^O is the block of W^O that multiplies head i's columns. nn.Linear stores W^O transposed, (out, in), "
-               "so that block is columns i*D_h to (i+1)*D_h - 1 of out_proj.weight (transposed), not rows."),
-    (_no_transpose, "the heads were merged without the transpose: rows mix different words."),
-    (_no_output_projection, "the output projection W^O (and its bias) is missing."),
+     N_("W_i^O is the block of W^O that multiplies head i's columns. nn.Linear stores W^O transposed, (out, in), "
+                  "so that block is columns i*D_h to (i+1)*D_h - 1 of out_proj.weight (transposed), not rows.")),
+    (_no_transpose, N_("the heads were merged without the transpose: rows mix different words.")),
+    (_no_output_projection, N_("the output projection W^O (and its bias) is missing.")),
 ]
 
 
@@ -182,15 +190,15 @@ def exercise_4_4(my_multi_head_attention):
         with torch.no_grad():
             expected = mha(x, x, x)[0]
             mine = call(my_multi_head_attention, mha, x, name="my_multi_head_attention")
-            hint = ("head i reads ALL of x through its own D_h output rows of q_proj, k_proj and v_proj (nn.Linear "
-                    "stores (out, in)); W^O's block for head i multiplies head i's D_h columns; b^O is added once.")
+            hint = (tr("head i reads ALL of x through its own D_h output rows of q_proj, k_proj and v_proj (nn.Linear "
+                       "stores (out, in)); W^O's block for head i multiplies head i's D_h columns; b^O is added once."))
             if isinstance(mine, torch.Tensor) and mine.shape == expected.shape:
                 for mistake, text in _KNOWN_MISTAKES:
                     if torch.allclose(mine, mistake(mha, x), atol=1e-5):
-                        hint = text
+                        hint = tr(text)
                         break
-            close(mine, expected, f"my_multi_head_attention(mha, x) with D = {D}, H = {H}", hint=hint)
-    return "your head-by-head layer equals tl.MultiHeadAttention (D = 12, H = 3 and D = 8, H = 2)."
+            close(mine, expected, tr("my_multi_head_attention(mha, x) with D = {D}, H = {H}", D=D, H=H), hint=hint)
+    return tr("your head-by-head layer equals tl.MultiHeadAttention (D = 12, H = 3 and D = 8, H = 2).")
 
 
 # ---- 4.5: heads have no numbers -------------------------------------------------------------------------
@@ -226,13 +234,14 @@ def exercise_4_5(permute_heads):
         out, weights = mha(x, x, x)
         new = call(permute_heads, copy.deepcopy(mha), list(order), name="permute_heads")
         if not isinstance(new, tl.MultiHeadAttention):
-            raise Wrong(f"permute_heads should return a tl.MultiHeadAttention, got {type(new).__name__}.")
+            raise Wrong(tr("permute_heads should return a tl.MultiHeadAttention, got {new_type}.",
+                           new_type=type(new).__name__))
         out_new, weights_new = new.eval()(x, x, x)
-    close(weights_new, weights[:, order], "the per-head weights of permute_heads(mha, [2, 0, 3, 1])",
-          hint="new head i is old head order[i]: its queries and keys come from rows order[i]*D_h to "
-               "(order[i]+1)*D_h - 1 of the old q_proj and k_proj weights and biases (nn.Linear stores (out, in)).")
-    close(out_new, out, "the output of permute_heads(mha, [2, 0, 3, 1])",
-          hint="W^O multiplies the concatenated heads, so its columns must move with the heads: "
-               "out_proj.weight[:, idx] with the same index as the rows of q_proj, k_proj and v_proj.")
-    return ("your layer has the heads in the new order and computes exactly the same output: "
-            "a head's number names a place in the tensors, not a role.")
+    close(weights_new, weights[:, order], tr("the per-head weights of permute_heads(mha, [2, 0, 3, 1])"),
+          hint=tr("new head i is old head order[i]: its queries and keys come from rows order[i]*D_h to "
+                  "(order[i]+1)*D_h - 1 of the old q_proj and k_proj weights and biases (nn.Linear stores (out, in))."))
+    close(out_new, out, tr("the output of permute_heads(mha, [2, 0, 3, 1])"),
+          hint=tr("W^O multiplies the concatenated heads, so its columns must move with the heads: "
+                  "out_proj.weight[:, idx] with the same index as the rows of q_proj, k_proj and v_proj."))
+    return (tr("your layer has the heads in the new order and computes exactly the same output: "
+               "a head's number names a place in the tensors, not a role."))

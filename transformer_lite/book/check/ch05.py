@@ -9,10 +9,11 @@ import torch.nn.functional as F
 import transformer_lite as tl
 from transformer_lite import pitfalls
 
+from ..i18n import N_, tr
 from . import Wrong, call, close, exercise, number, tensor
 
-_VARIANCE_HINT = ("LayerNorm divides by the biased variance: the mean of the squared deviations (divide by D, "
-                  "torch's correction=0), not torch.var's default, which divides by D - 1.")
+_VARIANCE_HINT = (N_("LayerNorm divides by the biased variance: the mean of the squared deviations (divide by D, "
+                     "torch's correction=0), not torch.var's default, which divides by D - 1."))
 
 
 # ---- 5.1: LayerNorm by hand ----------------------------------------------------------------------------
@@ -26,12 +27,12 @@ def _by_hand_unbiased():
           wrong=[_by_hand_unbiased, lambda: (5.0, 5.0, [-3.0, -1.0, 1.0, 3.0]), lambda: (5.0, 20.0, [-1, 0, 0, 1])])
 def exercise_5_1(my_mean, my_variance, my_output):
     x = torch.tensor([2.0, 4.0, 6.0, 8.0])
-    number(my_mean, x.mean().item(), "my_mean", hint="the mean of the four numbers.")
-    number(my_variance, x.var(correction=0).item(), "my_variance", hint=_VARIANCE_HINT)
+    number(my_mean, x.mean().item(), "my_mean", hint=tr("the mean of the four numbers."))
+    number(my_variance, x.var(correction=0).item(), "my_variance", hint=tr(_VARIANCE_HINT))
     close(my_output, F.layer_norm(x, (4,)), "my_output",
-          hint="subtract the mean, then divide by the square root of (the biased variance + eps); eps = 1e-5 "
-               "changes only the sixth decimal.")
-    return "mean 5, biased variance 20 / 4 = 5, output (x - 5) / sqrt(5): equal to nn.LayerNorm(4)."
+          hint=tr("subtract the mean, then divide by the square root of (the biased variance + eps); eps = 1e-5 "
+                  "changes only the sixth decimal."))
+    return tr("mean 5, biased variance 20 / 4 = 5, output (x - 5) / sqrt(5): equal to nn.LayerNorm(4).")
 
 
 # ---- 5.2: LayerNorm from scratch ---------------------------------------------------------------------------
@@ -52,13 +53,15 @@ def _no_affine(x, gamma, beta, eps=1e-5):
     return F.layer_norm(x, x.shape[-1:], eps=eps)
 
 
+# each mistake's hint in sentences, every one a message of the catalog (translated and joined when shown)
 _LN_MISTAKES = [
-    (_unbiased_ln, "you divided by the unbiased variance (D - 1, torch.var's default). " + _VARIANCE_HINT),
-    (_annotated_transformer, "that is the Annotated Transformer's version: the unbiased std and eps outside the root. "
-                             + _VARIANCE_HINT + " And eps goes inside the square root: sqrt(var + eps)."),
-    (_eps_outside, "eps goes inside the square root, sqrt(var + eps), not std + eps. It matters for a nearly "
-                   "constant token, whose variance is comparable to eps (one is in the test batch)."),
-    (_no_affine, "apply the learned scale gamma and shift beta after normalizing: gamma * x_hat + beta."),
+    (_unbiased_ln, (N_("you divided by the unbiased variance (D - 1, torch.var's default). "), _VARIANCE_HINT)),
+    (_annotated_transformer, (N_("that is the Annotated Transformer's version: the unbiased std and eps outside the "
+                                 "root. "),
+                              _VARIANCE_HINT, N_(" And eps goes inside the square root: sqrt(var + eps)."))),
+    (_eps_outside, (N_("eps goes inside the square root, sqrt(var + eps), not std + eps. It matters for a nearly "
+                       "constant token, whose variance is comparable to eps (one is in the test batch)."),)),
+    (_no_affine, (N_("apply the learned scale gamma and shift beta after normalizing: gamma * x_hat + beta."),)),
 ]
 
 
@@ -71,14 +74,15 @@ def exercise_5_2(my_layer_norm):
     gamma, beta = torch.randn(D, generator=g), torch.randn(D, generator=g)
     expected = F.layer_norm(x, (D,), gamma, beta, 1e-5)
     out = call(my_layer_norm, x, gamma, beta, name="my_layer_norm")
-    hint = "LayerNorm: x_hat = (x - mean) / sqrt(biased variance + eps) over the last axis; then gamma * x_hat + beta."
+    hint = tr("LayerNorm: x_hat = (x - mean) / sqrt(biased variance + eps) over the last axis; then gamma * x_hat + "
+              "beta.")
     if isinstance(out, torch.Tensor) and out.shape == expected.shape:
         for mistake, text in _LN_MISTAKES:
             if torch.allclose(out, mistake(x, gamma, beta), atol=1e-5):
-                hint = text
+                hint = "".join(tr(part) for part in text)
                 break
     close(out, expected, "my_layer_norm(x, gamma, beta)", hint=hint)
-    return "your LayerNorm equals F.layer_norm on a (2, 3, 8) batch, nearly constant token included."
+    return tr("your LayerNorm equals F.layer_norm on a (2, 3, 8) batch, nearly constant token included.")
 
 
 # ---- 5.3: RMSNorm -------------------------------------------------------------------------------------------
@@ -95,9 +99,9 @@ def exercise_5_3(my_rms_norm):
     expected = x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-5)
     out = call(my_rms_norm, x, name="my_rms_norm")
     close(out, expected, "my_rms_norm(x)",
-          hint="RMSNorm does not subtract the mean: divide x by sqrt(mean of x^2 over the last axis + eps), "
-               "eps inside the root, the MEAN of the squares (not their sum).")
-    return "your RMSNorm equals x / sqrt(mean(x^2) + eps) on a (4, 16) batch."
+          hint=tr("RMSNorm does not subtract the mean: divide x by sqrt(mean of x^2 over the last axis + eps), "
+                  "eps inside the root, the MEAN of the squares (not their sum)."))
+    return tr("your RMSNorm equals x / sqrt(mean(x^2) + eps) on a (4, 16) batch.")
 
 
 # ---- 5.4: bug hunt, a LayerNorm that passes the first test -----------------------------------------------
@@ -157,8 +161,8 @@ def _test_random_affine(module) -> bool:
         return torch.allclose(module(x), F.layer_norm(x, (D,), module.weight, module.bias, module.eps), atol=1e-5)
 
 
-_DIAGNOSES = {"a": "the unbiased variance", "b": "eps outside the square root", "c": "the wrong axis",
-              "d": "gamma and beta applied before normalizing", "e": "no bug"}
+_DIAGNOSES = {"a": N_("the unbiased variance"), "b": N_("eps outside the square root"), "c": N_("the wrong axis"),
+              "d": N_("gamma and beta applied before normalizing"), "e": N_("no bug")}
 
 
 @exercise("5.4", wrong=[
@@ -170,9 +174,10 @@ _DIAGNOSES = {"a": "the unbiased variance", "b": "eps outside the square root", 
 def exercise_5_4(matches_nn_layer_norm, diagnosis):
     D = 16
     cases = [("tl.LayerNorm(16)", tl.LayerNorm(D), True),
-             ("a tl.LayerNorm(16) with trained-looking gamma and beta", tl.LayerNorm(D), True),
-             ("the suspect, freshly built", suspect_layer_norm(D), False),
-             ("a LayerNorm with the unbiased variance and eps outside the root", _UnbiasedLayerNorm(D), False)]
+             (tr("a tl.LayerNorm(16) with trained-looking gamma and beta"), tl.LayerNorm(D), True),
+             (tr("the suspect, freshly built"), suspect_layer_norm(D), False),
+             (tr("a LayerNorm with the unbiased variance and eps outside the root"), _UnbiasedLayerNorm(D), False)]
+    suspect = cases[2][0]
     with torch.no_grad():
         cases[1][1].weight.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(3))
         cases[1][1].bias.uniform_(-0.5, 0.5, generator=torch.Generator().manual_seed(4))
@@ -181,28 +186,31 @@ def exercise_5_4(matches_nn_layer_norm, diagnosis):
             verdict = call(matches_nn_layer_norm, copy.deepcopy(module), name="matches_nn_layer_norm")
         if (not isinstance(verdict, (bool, torch.Tensor))
                 or (isinstance(verdict, torch.Tensor) and verdict.numel() != 1)):
-            raise Wrong(f"matches_nn_layer_norm should return True or False, got {verdict!r}.")
+            raise Wrong(tr("matches_nn_layer_norm should return True or False, got {verdict!r}.", verdict=verdict))
         if bool(verdict) != expected:
-            hint = ("gamma = 1 and beta = 0, as every LayerNorm is built, hide some bugs: give the module random "
-                    "gamma and beta first (torch.no_grad(), .normal_()), copy them into nn.LayerNorm (or pass them "
-                    "to F.layer_norm), and compare on a random batch, as this chapter did."
-                    if expected is False and "suspect" in name else
-                    "compare the module's output with nn.LayerNorm's (same weight, bias and eps) on a random "
-                    "batch, with torch.allclose and a small tolerance.")
-            raise Wrong(f"matches_nn_layer_norm says {bool(verdict)} for {name}; it should say {expected}.", hint)
+            hint = (tr("gamma = 1 and beta = 0, as every LayerNorm is built, hide some bugs: give the module random "
+                       "gamma and beta first (torch.no_grad(), .normal_()), copy them into nn.LayerNorm (or pass them "
+                       "to F.layer_norm), and compare on a random batch, as this chapter did.")
+                    if name == suspect else
+                    tr("compare the module's output with nn.LayerNorm's (same weight, bias and eps) on a random "
+                       "batch, with torch.allclose and a small tolerance."))
+            raise Wrong(tr("matches_nn_layer_norm says {verdict} for {name}; it should say {expected}.",
+                           verdict=bool(verdict), name=name, expected=expected), hint)
     if not isinstance(diagnosis, str) or diagnosis.strip().lower() not in _DIAGNOSES:
-        raise Wrong(f"diagnosis should be one of the letters {', '.join(_DIAGNOSES)}, got {diagnosis!r}.")
+        raise Wrong(tr("diagnosis should be one of the letters {diagnoses}, got {diagnosis!r}.",
+                       diagnoses=', '.join(_DIAGNOSES), diagnosis=diagnosis))
     if diagnosis.strip().lower() == "e":
-        raise Wrong("there is a bug: your own test has just found one. Which is it?",
-                    hint="set gamma to 2 everywhere and beta to 0: nn.LayerNorm doubles its output; what does the "
-                         "suspect do?")
+        raise Wrong(tr("there is a bug: your own test has just found one. Which is it?"),
+                    hint=tr("set gamma to 2 everywhere and beta to 0: nn.LayerNorm doubles its output; what does the "
+                            "suspect do?"))
     if diagnosis.strip().lower() != "d":
-        raise Wrong(f"your test is right, but the bug is not {_DIAGNOSES[diagnosis.strip().lower()]}.",
-                    hint="(a) and (c) would show up with gamma = 1 and beta = 0 already; (b) shows only on nearly "
-                         "constant vectors, which a random batch does not hold. Set gamma to 2 everywhere and beta "
-                         "to 0: nn.LayerNorm doubles its output; what does the suspect do?")
-    return ("your test catches the suspect, which equals nn.LayerNorm until gamma and beta move: it applies them "
-            "before normalizing (pitfalls.LayerNormAffineFirst), so the normalization undoes them.")
+        raise Wrong(tr("your test is right, but the bug is not {diagnoses}.",
+                       diagnoses=tr(_DIAGNOSES[diagnosis.strip().lower()])),
+                    hint=tr("(a) and (c) would show up with gamma = 1 and beta = 0 already; (b) shows only on nearly "
+                            "constant vectors, which a random batch does not hold. Set gamma to 2 everywhere and beta "
+                            "to 0: nn.LayerNorm doubles its output; what does the suspect do?"))
+    return (tr("your test catches the suspect, which equals nn.LayerNorm until gamma and beta move: it applies them "
+               "before normalizing (pitfalls.LayerNormAffineFirst), so the normalization undoes them."))
 
 
 # ---- 5.5: the position-wise FFN from scratch ------------------------------------------------------------
@@ -239,15 +247,15 @@ def exercise_5_5(my_ffn):
         out = call(my_ffn, x, W1, b1, W2, b2, name="my_ffn")
     tensor(out, "my_ffn(x, W1, b1, W2, b2)", tuple(expected.shape))
     close(out, expected, "my_ffn(x, W1, b1, W2, b2)",
-          hint="FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position's vector: W1 is (D, d_ff), "
-               "W2 is (d_ff, D); the ReLU sits between the two maps only.")
+          hint=tr("FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position's vector: W1 is (D, d_ff), "
+                  "W2 is (d_ff, D); the ReLU sits between the two maps only."))
     # The exercise's second half: shuffling the positions shuffles the output the same way (position-wise).
     for perm in (torch.tensor([4, 2, 0, 3, 1]), torch.tensor([1, 0, 2, 4, 3])):
         with torch.no_grad():
             shuffled = call(my_ffn, x[:, perm], W1, b1, W2, b2, name="my_ffn")
         tensor(shuffled, "my_ffn(x[:, perm], W1, b1, W2, b2)", tuple(expected.shape))
-        close(shuffled, out[:, perm], "my_ffn(x[:, perm], ...) against my_ffn(x, ...)[:, perm]",
-              hint="a position-wise FFN treats each position's vector alone, so permuting the positions of the "
-                   "input permutes the output the same way; yours depends on where a vector sits.")
-    return ("your FFN equals tl.FeedForward on a (2, 5, 8) batch, and permuting the positions of its input "
-            "permutes its output the same way: it cannot tell where in the sentence a vector came from.")
+        close(shuffled, out[:, perm], tr("my_ffn(x[:, perm], ...) against my_ffn(x, ...)[:, perm]"),
+              hint=tr("a position-wise FFN treats each position's vector alone, so permuting the positions of the "
+                      "input permutes the output the same way; yours depends on where a vector sits."))
+    return (tr("your FFN equals tl.FeedForward on a (2, 5, 8) batch, and permuting the positions of its input "
+               "permutes its output the same way: it cannot tell where in the sentence a vector came from."))

@@ -3,6 +3,7 @@ import math
 
 import torch
 
+from ..i18n import tr
 from . import Wrong, call, close, exercise, number, tensor
 
 EPS = 1e-5
@@ -10,7 +11,7 @@ EPS = 1e-5
 
 def _diagnose(out, mistakes):
     """Raise Wrong with a specific hint when ``out`` equals the output of a known mistake."""
-    out = tensor(out, "your answer")
+    out = tensor(out, tr("your answer"))
     for expected, message, hint in mistakes:
         if out.shape == expected.shape and torch.allclose(out.double(), expected.double(), atol=1e-4, rtol=1e-4):
             raise Wrong(message, hint)
@@ -43,13 +44,14 @@ def exercise_6_1(my_mean, my_var, my_out):
     mean, var = f0.mean().item(), f0.var(correction=0).item()
     out = ((x[0, 0, 0] - mean) / math.sqrt(var + EPS)).item()
     number(my_mean, mean, "my_mean",
-           hint="BatchNorm's mean of feature 0 runs over all B × T = 6 positions of the padded batch, the padding "
-                "position (a zero) included, not over token 0's four features (that would be LayerNorm).")
+           hint=tr("BatchNorm's mean of feature 0 runs over all B × T = 6 positions of the padded batch, the padding "
+                   "position (a zero) included, not over token 0's four features (that would be LayerNorm)."))
     number(my_var, var, "my_var",
-           hint="Divide the sum of squared deviations by n = 6 (the biased variance, as BatchNorm normalizes a "
-                "training batch), not by n − 1.")
-    number(my_out, out, "my_out", hint="The output is (x − mean) / sqrt(var + eps), for x = 1 (token 0 of sentence 0).")
-    return "feature 0: mean, biased variance and the output of token 0 are all right (padding included)."
+           hint=tr("Divide the sum of squared deviations by n = 6 (the biased variance, as BatchNorm normalizes a "
+                   "training batch), not by n − 1."))
+    number(my_out, out, "my_out", hint=tr("The output is (x − mean) / sqrt(var + eps), for x = 1 (token 0 of sentence "
+                                          "0)."))
+    return tr("feature 0: mean, biased variance and the output of token 0 are all right (padding included).")
 
 
 # ---- 6.2 Masked BatchNorm ----------------------------------------------------------------------------------
@@ -81,16 +83,17 @@ def exercise_6_2(my_masked_batch_norm):
     out = tensor(out, "my_masked_batch_norm(x, mask)", (B, T, D))
     expected = torch.nn.BatchNorm1d(D)(x[mask])                       # training mode, on the real tokens only
     _diagnose(out[mask], [
-        (_bn_unmasked(x, mask)[mask], "your statistics include the padding positions.",
-         "Select the real tokens first, real = x[mask] (shape (N, D)), and take the mean and variance of those."),
-        (_bn_masked_unbiased(x, mask)[mask], "you divided by the unbiased variance (n − 1).",
-         "BatchNorm normalizes a training batch with the biased variance: var(dim=0, correction=0)."),
-        (_ln(x, mask)[mask], "you normalized each token over its own features: that is LayerNorm.",
-         "BatchNorm's statistics are per feature, over the real tokens: reduce over dim 0 of x[mask].")])
-    close(out[mask], expected, "my_masked_batch_norm(x, mask) at the real positions",
-          hint="Take the statistics per feature over the real tokens only: real = x[mask] has shape (N, D); its "
-               "mean and biased variance over dim 0 (correction=0). Then (x − mean) / sqrt(var + 1e-5).")
-    return "your masked BatchNorm equals nn.BatchNorm1d on the real tokens alone (padding at the end and the start)."
+        (_bn_unmasked(x, mask)[mask], tr("your statistics include the padding positions."),
+         tr("Select the real tokens first, real = x[mask] (shape (N, D)), and take the mean and variance of those.")),
+        (_bn_masked_unbiased(x, mask)[mask], tr("you divided by the unbiased variance (n − 1)."),
+         tr("BatchNorm normalizes a training batch with the biased variance: var(dim=0, correction=0).")),
+        (_ln(x, mask)[mask], tr("you normalized each token over its own features: that is LayerNorm."),
+         tr("BatchNorm's statistics are per feature, over the real tokens: reduce over dim 0 of x[mask]."))])
+    close(out[mask], expected, tr("my_masked_batch_norm(x, mask) at the real positions"),
+          hint=tr("Take the statistics per feature over the real tokens only: real = x[mask] has shape (N, D); its "
+                  "mean and biased variance over dim 0 (correction=0). Then (x − mean) / sqrt(var + 1e-5)."))
+    return tr("your masked BatchNorm equals nn.BatchNorm1d on the real tokens alone (padding at the end and the "
+              "start).")
 
 
 # ---- 6.3 The padded variance, with any padding value ---------------------------------------------------------
@@ -112,10 +115,10 @@ def exercise_6_3(my_padded_variance):
         answer = call(my_padded_variance, mu, sigma2, p, c, name="my_padded_variance")
         number(answer, values.var(correction=0).item(),
                f"my_padded_variance(mu={mu}, sigma2={sigma2}, p={p:.3g}, c={c})",
-               hint="Write the padded batch's mean, (1 − p)·mu + p·c, and its mean square, "
-                    "(1 − p)(sigma2 + mu²) + p·c², "
-                    "and subtract. With c = 0 you should get the chapter's (1 − p)·sigma2 + p(1 − p)·mu².")
-    return "your formula matches the variance of real values plus constant padding in all four cases."
+               hint=tr("Write the padded batch's mean, (1 − p)·mu + p·c, and its mean square, "
+                       "(1 − p)(sigma2 + mu²) + p·c², "
+                       "and subtract. With c = 0 you should get the chapter's (1 − p)·sigma2 + p(1 − p)·mu²."))
+    return tr("your formula matches the variance of real values plus constant padding in all four cases.")
 
 
 # ---- 6.4 Bug hunt: a norm with the wrong axis ------------------------------------------------------------------
@@ -135,11 +138,12 @@ def _dims(answer) -> tuple:
         if len(dims) != len(list(items)) or not dims:
             raise ValueError
     except (TypeError, ValueError):
-        raise Wrong(f"my_dims should be a tuple of axes of the (B, T, D) batch such as (0, 2), got {answer!r}.",
-                    "Give the dims of the suspect's mean: "
-                    "0 = batch (sentences), 1 = positions, 2 = features.") from None
+        raise Wrong(tr("my_dims should be a tuple of axes of the (B, T, D) batch such as (0, 2), got {answer!r}.",
+                       answer=answer),
+                    tr("Give the dims of the suspect's mean: "
+                       "0 = batch (sentences), 1 = positions, 2 = features.")) from None
     if not all(-3 <= d <= 2 for d in dims):
-        raise Wrong(f"a (B, T, D) batch has the axes 0, 1 and 2 (or -3 to -1), got {answer!r}.")
+        raise Wrong(tr("a (B, T, D) batch has the axes 0, 1 and 2 (or -3 to -1), got {answer!r}.", answer=answer))
     return tuple(sorted({d % 3 for d in dims}))
 
 
@@ -157,19 +161,19 @@ def exercise_6_4(my_dims):
     by_padding = (suspect_norm(longer)[:, :3] - suspect_norm(x)).abs().max() > 1e-4
     assert by_padding and not by_batch
     if 0 in dims:
-        raise Wrong("a token's output does not change when the OTHER sentence of the batch changes, so the "
-                    "statistics do not run over the batch (dim 0).",
-                    "Now pad the suspect's batch with more positions (pad_to(5)) and compare sentence 0's outputs.")
+        raise Wrong(tr("a token's output does not change when the OTHER sentence of the batch changes, so the "
+                       "statistics do not run over the batch (dim 0)."),
+                    tr("Now pad the suspect's batch with more positions (pad_to(5)) and compare sentence 0's outputs."))
     if dims == (2,):
-        raise Wrong("over the features (dim -1) is what LayerNorm does, and LayerNorm's outputs do not move with "
-                    "padding; the suspect's do.",
-                    "Run the padding test: pad_to(3) against pad_to(5), sentence 0's first three positions.")
+        raise Wrong(tr("over the features (dim -1) is what LayerNorm does, and LayerNorm's outputs do not move with "
+                       "padding; the suspect's do."),
+                    tr("Run the padding test: pad_to(3) against pad_to(5), sentence 0's first three positions."))
     if dims != (1,):
-        raise Wrong(f"the statistics over the dims {dims} would move a token's output with its own features and "
-                    "with padding alike; the suspect's output moves with padding only.",
-                    "Padding adds positions to a sentence; which single axis does that lengthen?")
-    return ("right: padding its own sentence moves a token's output, other sentences do not, so each feature is "
-            "normalized over the positions of its sentence (dim=1 where LayerNorm uses dim=-1).")
+        raise Wrong(tr("the statistics over the dims {dims} would move a token's output with its own features and "
+                       "with padding alike; the suspect's output moves with padding only.", dims=dims),
+                    tr("Padding adds positions to a sentence; which single axis does that lengthen?"))
+    return (tr("right: padding its own sentence moves a token's output, other sentences do not, so each feature is "
+               "normalized over the positions of its sentence (dim=1 where LayerNorm uses dim=-1)."))
 
 
 # ---- 6.5 Per-time-step BatchNorm ------------------------------------------------------------------------------
@@ -191,13 +195,14 @@ def exercise_6_5(my_time_step_batch_norm):
     expected = torch.nn.BatchNorm1d(T * D)(x.reshape(B, T * D)).reshape(B, T, D)   # every (t, d) its own "feature"
     out = tensor(out, "my_time_step_batch_norm(x)", (B, T, D))
     _diagnose(out, [
-        (_bn_all(x), "you pooled the statistics over batch AND time: that is the ordinary BatchNorm of the chapter.",
-         "Per time step means one mean and variance for every (t, d): reduce over dim 0 only."),
-        (_ln(x, None), "you normalized each token over its features: that is LayerNorm.",
-         "Reduce over the batch axis, dim 0, not over the features."),
-        (_bn_time_unbiased(x), "you divided by the unbiased variance (n − 1).",
-         "Use the biased variance, x.var(dim=0, correction=0), as BatchNorm does in training mode.")])
+        (_bn_all(x), tr("you pooled the statistics over batch AND time: that is the ordinary BatchNorm of the "
+                        "chapter."),
+         tr("Per time step means one mean and variance for every (t, d): reduce over dim 0 only.")),
+        (_ln(x, None), tr("you normalized each token over its features: that is LayerNorm."),
+         tr("Reduce over the batch axis, dim 0, not over the features.")),
+        (_bn_time_unbiased(x), tr("you divided by the unbiased variance (n − 1)."),
+         tr("Use the biased variance, x.var(dim=0, correction=0), as BatchNorm does in training mode."))])
     close(out, expected, "my_time_step_batch_norm(x)",
-          hint="Per time step, the statistics run over the batch axis only: x.mean(dim=0) and "
-               "x.var(dim=0, correction=0), each of shape (T, D).")
-    return "your per-time-step BatchNorm equals nn.BatchNorm1d(T·D) applied to x.reshape(B, T·D)."
+          hint=tr("Per time step, the statistics run over the batch axis only: x.mean(dim=0) and "
+                  "x.var(dim=0, correction=0), each of shape (T, D)."))
+    return tr("your per-time-step BatchNorm equals nn.BatchNorm1d(T·D) applied to x.reshape(B, T·D).")

@@ -6,6 +6,7 @@ import torch.nn.functional as F
 
 import transformer_lite as tl
 
+from ..i18n import tr
 from . import Wrong, call, close, exercise, number
 
 PAD = 0
@@ -18,28 +19,30 @@ def _padded_ids():
 
 def _as_bool_mask(answer, name, shape):
     if not isinstance(answer, torch.Tensor):
-        raise Wrong(f"{name} should be a torch tensor, got {type(answer).__name__}.")
+        raise Wrong(tr("{name} should be a torch tensor, got {answer_type}.",
+                       name=name, answer_type=type(answer).__name__))
     if answer.dtype != torch.bool:
-        raise Wrong(f"{name} should be a bool tensor, got dtype {answer.dtype}.",
-                    hint="compare with == or build it with torch.triu/torch.tril on a bool tensor; a float mask is "
-                         "ADDED to the scores by PyTorch, so 0/1 floats would block nothing.")
+        raise Wrong(tr("{name} should be a bool tensor, got dtype {dtype}.", name=name, dtype=answer.dtype),
+                    hint=tr("compare with == or build it with torch.triu/torch.tril on a bool tensor; a float mask is "
+                            "ADDED to the scores by PyTorch, so 0/1 floats would block nothing."))
     try:
         return torch.broadcast_to(answer, shape)
     except RuntimeError:
-        raise Wrong(f"{name} has shape {tuple(answer.shape)}, which does not broadcast to {tuple(shape)}.",
-                    hint="view the (B, S) padding mask as (B, 1, 1, S) and the (T, T) causal mask as (1, 1, T, T) "
-                         "before combining them.") from None
+        raise Wrong(tr("{name} has shape {answer_shape}, which does not broadcast to {shape}.",
+                       name=name, answer_shape=tuple(answer.shape), shape=tuple(shape)),
+                    hint=tr("view the (B, S) padding mask as (B, 1, 1, S) and the (T, T) causal mask as (1, 1, T, T) "
+                            "before combining them.")) from None
 
 
 def _mask_mistake(got, expected, causal):
     """A hint naming the classic mistake, if the answer is one of them."""
     if torch.equal(got, ~expected):
-        return "your mask is inverted: here True means BLOCKED (may not attend), as in nn.MultiheadAttention."
+        return tr("your mask is inverted: here True means BLOCKED (may not attend), as in nn.MultiheadAttention.")
     if torch.equal(got, expected | torch.eye(causal.shape[-1], dtype=torch.bool)):
-        return "off by one: you also block the diagonal, so a token may not attend to itself (use diagonal=1)."
+        return tr("off by one: you also block the diagonal, so a token may not attend to itself (use diagonal=1).")
     if torch.equal(got, expected & ~causal) or not got[..., causal].all():
-        return "some future keys are allowed: the causal part must block every key j > i."
-    return "the padding part: every query must be blocked from every <pad> KEY (a column), in its own sentence."
+        return tr("some future keys are allowed: the causal part must block every key j > i.")
+    return tr("the padding part: every query must be blocked from every <pad> KEY (a column), in its own sentence.")
 
 
 def _right_mask(ids, pad_id):
@@ -71,10 +74,11 @@ def exercise_7_1(my_decoder_mask):
                             "my_decoder_mask(ids, pad_id)", (B, 1, T, T))
         if not torch.equal(got, expected):
             wrong = int((got != expected).sum())
-            raise Wrong(f"my_decoder_mask(ids, pad_id={pad_id}) for ids of shape {tuple(ids.shape)} differs from the "
-                        f"right (B, 1, T, T) mask in {wrong} of {expected.numel()} entries.",
+            raise Wrong(tr("my_decoder_mask(ids, pad_id={pad_id}) for ids of shape {ids_shape} differs from the "
+                           "right (B, 1, T, T) mask in {wrong} of {numel} entries.",
+                           pad_id=pad_id, ids_shape=tuple(ids.shape), wrong=wrong, numel=expected.numel()),
                         hint=_mask_mistake(got, expected, causal))
-    return "your (B, 1, T, T) mask equals tl.merge_masks(causal_mask, padding_mask) (True = blocked), any pad id."
+    return tr("your (B, 1, T, T) mask equals tl.merge_masks(causal_mask, padding_mask) (True = blocked), any pad id.")
 
 
 @exercise("7.2", wrong=[lambda: (tl.causal_mask,),                                                  # True = blocked
@@ -91,15 +95,17 @@ def exercise_7_2(my_keep_causal):
         theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=got)
         if not torch.equal(got, expected) or not torch.allclose(torch.nan_to_num(theirs), ours, atol=1e-5):
             if torch.equal(got, ~expected):
-                hint = ("this is PyTorch's 'True = blocked' mask; F.scaled_dot_product_attention reads True as "
-                        "'takes part', so it would attend to exactly the future.")
+                hint = (tr("this is PyTorch's 'True = blocked' mask; F.scaled_dot_product_attention reads True as "
+                           "'takes part', so it would attend to exactly the future."))
             elif T > 1 and not got.diagonal().all():
-                hint = "off by one: each position must keep itself (the diagonal), so keep j <= i."
+                hint = tr("off by one: each position must keep itself (the diagonal), so keep j <= i.")
             else:
-                hint = "keep = True where key j <= query i: the lower triangle, diagonal included (torch.tril)."
-            raise Wrong(f"my_keep_causal({T}) is not the causal mask in the 'True = keep' convention "
-                        f"({int((got != expected).sum())} of {T * T} entries differ).", hint=hint)
-    return "F.scaled_dot_product_attention with your keep-mask equals tl's attention with tl.causal_mask (T = 4, 7, 1)."
+                hint = tr("keep = True where key j <= query i: the lower triangle, diagonal included (torch.tril).")
+            raise Wrong(tr("my_keep_causal({T}) is not the causal mask in the 'True = keep' convention "
+                           "({sum} of {value} entries differ).",
+                           T=T, sum=int((got != expected).sum()), value=T * T), hint=hint)
+    return tr("F.scaled_dot_product_attention with your keep-mask equals tl's attention with tl.causal_mask (T = 4, 7, "
+              "1).")
 
 
 def _bug_hunt_leaks(t0=5, V=20, T=8):
@@ -128,19 +134,19 @@ def exercise_7_3(my_leaky_positions, my_diagonal):
     try:
         given = sorted({int(t) for t in my_leaky_positions})
     except (TypeError, ValueError):
-        raise Wrong(f"my_leaky_positions should be a list of positions (ints from 0 to 4), "
-                    f"got {my_leaky_positions!r}.") from None
+        raise Wrong(tr("my_leaky_positions should be a list of positions (ints from 0 to 4), "
+                       "got {my_leaky_positions!r}.", my_leaky_positions=my_leaky_positions)) from None
     expected = _bug_hunt_leaks()
     if given != expected:
-        raise Wrong("your list of leaking positions is not what the leak test measures.",
-                    hint="change only the token at position 5 (as in the chapter's leak test) and compare the "
-                         "suspect's logits at positions 0-4 before and after; list those that move.")
+        raise Wrong(tr("your list of leaking positions is not what the leak test measures."),
+                    hint=tr("change only the token at position 5 (as in the chapter's leak test) and compare the "
+                            "suspect's logits at positions 0-4 before and after; list those that move."))
     number(my_diagonal, 2, "my_diagonal", rel=0, abs_=0.5,
-           hint="torch.triu(ones, diagonal=d) blocks key j for query i when j >= i + d. Which d lets query i see "
-                "key i + 1 but not i + 2?")
-    return ("positions 3 and 4 move: each query also sees the NEXT token (the mask is triu(diagonal=2), "
-            "pitfalls.causal_mask_off_by_one), and with two layers the leak reaches two positions back. "
-            "The fix is diagonal=1, tl.causal_mask.")
+           hint=tr("torch.triu(ones, diagonal=d) blocks key j for query i when j >= i + d. Which d lets query i see "
+                   "key i + 1 but not i + 2?"))
+    return (tr("positions 3 and 4 move: each query also sees the NEXT token (the mask is triu(diagonal=2), "
+               "pitfalls.causal_mask_off_by_one), and with two layers the leak reaches two positions back. "
+               "The fix is diagonal=1, tl.causal_mask."))
 
 
 def _decoder_changes(n_real=5, n_pad=3):
@@ -165,18 +171,20 @@ def exercise_7_4(my_changed_positions):
     try:
         given = sorted({int(t) for t in my_changed_positions})
     except (TypeError, ValueError):
-        raise Wrong(f"my_changed_positions should be a list of positions (ints from 0 to 7), "
-                    f"got {my_changed_positions!r}.") from None
+        raise Wrong(tr("my_changed_positions should be a list of positions (ints from 0 to 7), "
+                       "got {my_changed_positions!r}.", my_changed_positions=my_changed_positions)) from None
     expected = _decoder_changes()
     if given != expected:
-        hint = ("the real tokens 0-4 come before every <pad>, so the causal mask already hides the pads from them."
+        hint = (tr("the real tokens 0-4 come before every <pad>, so the causal mask already hides the pads from them.")
                 if any(t < 5 for t in given) else
-                "look at each <pad> QUERY: which <pad> keys may it see under the causal mask alone? Include itself.")
+                tr("look at each <pad> QUERY: which <pad> keys may it see under the causal mask alone? Include "
+                   "itself."))
         missing, extra = set(expected) - set(given), set(given) - set(expected)
-        raise Wrong(f"your list misses {len(missing)} position(s) that change and holds {len(extra)} that do not.",
+        raise Wrong(tr("your list misses {n_missing} position(s) that change and holds {n_extra} that do not.",
+                       n_missing=len(missing), n_extra=len(extra)),
                     hint=hint)
-    return ("measured on a small decoder: only the <pad> positions change; the real positions 0-4 are identical "
-            "without the target padding mask (right padding).")
+    return (tr("measured on a small decoder: only the <pad> positions change; the real positions 0-4 are identical "
+               "without the target padding mask (right padding)."))
 
 
 @exercise("7.5", wrong=[lambda: (torch.zeros(5),), lambda: (torch.full((5,), float("nan")),),
@@ -185,6 +193,7 @@ def exercise_7_5(my_dead_row):
     s = torch.randn(5, generator=torch.Generator().manual_seed(0)).half()
     expected = torch.softmax(s.masked_fill(torch.ones(5, dtype=torch.bool), torch.finfo(torch.float16).min), dim=-1)
     close(my_dead_row, expected.float(), "my_dead_row", atol=1e-3, rtol=0,
-          hint="with a finite fill value every score of a fully masked row becomes the same number; the softmax of "
-               "equal numbers is not 0 and not NaN.")
-    return "a fully masked float16 row filled with finfo(float16).min gets uniform weights 1/5, like −1e9 in float32."
+          hint=tr("with a finite fill value every score of a fully masked row becomes the same number; the softmax of "
+                  "equal numbers is not 0 and not NaN."))
+    return tr("a fully masked float16 row filled with finfo(float16).min gets uniform weights 1/5, like −1e9 in "
+              "float32.")

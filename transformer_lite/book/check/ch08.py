@@ -5,6 +5,7 @@ import torch
 
 import transformer_lite as tl
 
+from ..i18n import tr
 from . import Wrong, call, close, exercise, number, tensor
 
 PAD = 0
@@ -30,9 +31,9 @@ def exercise_8_1(my_permuted_weights):
     for perm in (torch.tensor([5, 4, 3, 2, 1, 0]), torch.randperm(6, generator=g)):
         got = call(my_permuted_weights, w.clone(), perm, name="my_permuted_weights(w, perm)")
         close(got, _head_weights(x[perm]), "my_permuted_weights(w, perm)",
-              hint="the weights of the shuffled sentence at (i, j) belong to the words perm[i] (the query) and "
-                   "perm[j] (the key) of the original: both the rows and the columns move.")
-    return "the shuffled sentence's weights are w[perm][:, perm] = P A Pᵀ, measured on an attention head."
+              hint=tr("the weights of the shuffled sentence at (i, j) belong to the words perm[i] (the query) and "
+                      "perm[j] (the key) of the original: both the rows and the columns move."))
+    return tr("the shuffled sentence's weights are w[perm][:, perm] = P A Pᵀ, measured on an attention head.")
 
 
 def _layer_and_inputs():
@@ -68,10 +69,10 @@ def exercise_8_2(my_encoder_layer):
         got = call(my_encoder_layer, x, layer, pad, name="my_encoder_layer(x, layer, pad)")
     got = tensor(got, "my_encoder_layer(x, layer, pad)", tuple(expected.shape))
     real = ~pad  # the <pad> positions' outputs are never read
-    close(got[real], expected[real], "my_encoder_layer(x, layer, pad) at the real tokens",
-          hint="Post-LN, as the paper: a = norm1(x + self_attn(x, x, x, key_padding_mask=pad)), then "
-               "norm2(a + ff(a)). The attention module returns (output, weights).")
-    return "your layer equals tl.EncoderLayer on a padded (2, 5, 16) batch."
+    close(got[real], expected[real], tr("my_encoder_layer(x, layer, pad) at the real tokens"),
+          hint=tr("Post-LN, as the paper: a = norm1(x + self_attn(x, x, x, key_padding_mask=pad)), then "
+                  "norm2(a + ff(a)). The attention module returns (output, weights)."))
+    return tr("your layer equals tl.EncoderLayer on a padded (2, 5, 16) batch.")
 
 
 def _gap_models():
@@ -92,13 +93,13 @@ def exercise_8_3(my_gap):
     model, src, perm = _gap_models()
     without_pe = lambda s: model.encoder(model.src_embed(s))  # noqa: E731
     with torch.no_grad():
-        for label, enc in [("without positions", without_pe), ("with learned positions", model.encode)]:
+        for label, enc in [(tr("without positions"), without_pe), (tr("with learned positions"), model.encode)]:
             expected = (enc(src[:, perm]) - enc(src)[:, perm]).abs().max().item()
             got = call(my_gap, enc, src, perm, name="my_gap(encode, src, perm)")
-            number(got, expected, f"my_gap for an encoder {label}", rel=1e-3, abs_=1e-5,
-                   hint="Enc(PX) is encode(src[:, perm]); P Enc(X) permutes the OUTPUT rows the same way: "
-                        "encode(src)[:, perm]. Return the largest absolute difference.")
-    return "your gap is ~0 without positions (equivariant) and clearly > 0 with learned positions."
+            number(got, expected, tr("my_gap for an encoder {label}", label=label), rel=1e-3, abs_=1e-5,
+                   hint=tr("Enc(PX) is encode(src[:, perm]); P Enc(X) permutes the OUTPUT rows the same way: "
+                           "encode(src)[:, perm]. Return the largest absolute difference."))
+    return tr("your gap is ~0 without positions (equivariant) and clearly > 0 with learned positions.")
 
 
 def _padded_batch():
@@ -120,9 +121,10 @@ def exercise_8_4(my_encode_permuted):
         reference = model.encoder(model.src_embed(ids), src_key_padding_mask=tl.padding_mask(ids, PAD))
     got = tensor(got, "my_encode_permuted(model, ids, perm)", tuple(reference.shape))
     real = ids[:, perm] != PAD
-    close(got[real], reference[:, perm][real], "my_encode_permuted(...) at the real tokens, against P Enc(X)",
-          hint="the padding mask belongs to the positions: permute it with the tokens (or build it from ids[:, perm]).")
-    return "Enc(PX) = P Enc(X) at every real token of a padded batch, with the padding mask permuted along."
+    close(got[real], reference[:, perm][real], tr("my_encode_permuted(...) at the real tokens, against P Enc(X)"),
+          hint=tr("the padding mask belongs to the positions: permute it with the tokens (or build it from ids[:, "
+                  "perm])."))
+    return tr("Enc(PX) = P Enc(X) at every real token of a padded batch, with the padding mask permuted along.")
 
 
 def _causal_changes(S=6, changed=3):
@@ -142,17 +144,21 @@ def exercise_8_5(my_positions):
     try:
         given = sorted({int(t) for t in my_positions})
     except (TypeError, ValueError):
-        raise Wrong(f"my_positions should be a list of positions (ints 0 to 5), got {my_positions!r}.") from None
+        raise Wrong(tr("my_positions should be a list of positions (ints 0 to 5), got {my_positions!r}.",
+                       my_positions=my_positions)) from None
     expected = _causal_changes()
     if given != expected:
         if given == list(range(6)):
-            hint = "that is the encoder WITHOUT a mask; under the causal mask a position reads only keys j <= i."
+            hint = tr("that is the encoder WITHOUT a mask; under the causal mask a position reads only keys j <= i.")
         elif any(t < 3 for t in given):
-            hint = "the other way round: position i reads only the keys j <= i, so positions before 3 cannot see it."
+            hint = tr("the other way round: position i reads only the keys j <= i, so positions before 3 cannot see "
+                      "it.")
         else:
-            hint = "position 3 itself reads its own (changed) input; every later position reads it through attention."
+            hint = tr("position 3 itself reads its own (changed) input; every later position reads it through "
+                      "attention.")
         missing, extra = set(expected) - set(given), set(given) - set(expected)
-        raise Wrong(f"your list misses {len(missing)} position(s) that change and holds {len(extra)} that do not.",
+        raise Wrong(tr("your list misses {n_missing} position(s) that change and holds {n_extra} that do not.",
+                       n_missing=len(missing), n_extra=len(extra)),
                     hint=hint)
-    return (f"measured on an untrained two-layer encoder: only positions {expected} move under the causal mask "
-            "(any weights: the mask alone decides it).")
+    return (tr("measured on an untrained two-layer encoder: only positions {expected} move under the causal mask "
+               "(any weights: the mask alone decides it).", expected=expected))

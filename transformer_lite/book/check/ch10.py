@@ -8,12 +8,14 @@ import torch.nn.functional as F
 from transformer_lite.data import BOS, EOS, PAD
 from transformer_lite.training import teacher_forcing
 
+from ..i18n import N_, tr
 from . import Wrong, call, close, exercise, tensor
 
 
 def _pair(out, name):
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise Wrong(f"{name} should return two tensors, (decoder_input, labels); got {type(out).__name__}.",
+        raise Wrong(tr("{name} should return two tensors, (decoder_input, labels); got {out_type}.",
+                       name=name, out_type=type(out).__name__),
                     hint="return decoder_input, labels")  # i18n: data (code)
     return out
 
@@ -40,19 +42,19 @@ def exercise_10_1(my_teacher_forcing):
     got_in = tensor(out[0], "decoder_input", tuple(expected_in.shape))
     got_labels = tensor(out[1], "labels", tuple(expected_labels.shape))
     if torch.equal(got_in.long(), expected_labels) and torch.equal(got_labels.long(), expected_in):
-        raise Wrong("decoder_input and labels are swapped.",
-                    hint="the decoder READS <bos> y_1 ... (the target without its last token) and must PREDICT "
-                         "y_1 ... <eos> (the target without its first token).")
+        raise Wrong(tr("decoder_input and labels are swapped."),
+                    hint=tr("the decoder READS <bos> y_1 ... (the target without its last token) and must PREDICT "
+                            "y_1 ... <eos> (the target without its first token)."))
     if torch.equal(got_in.long(), got_labels.long()):
-        raise Wrong("decoder_input equals labels: the model would be asked to copy the token it reads.",
-                    hint="shift by one position: labels[:, t] must be the token AFTER decoder_input[:, t].")
+        raise Wrong(tr("decoder_input equals labels: the model would be asked to copy the token it reads."),
+                    hint=tr("shift by one position: labels[:, t] must be the token AFTER decoder_input[:, t]."))
     if not torch.equal(got_in.long(), expected_in):
-        raise Wrong("decoder_input is not right.",
-                    hint="the decoder reads the target without its LAST token: tgt[:, :-1].")
+        raise Wrong(tr("decoder_input is not right."),
+                    hint=tr("the decoder reads the target without its LAST token: tgt[:, :-1]."))
     if not torch.equal(got_labels.long(), expected_labels):
-        raise Wrong("labels are not right.",
-                    hint="the labels are the target without its FIRST token (<bos>): tgt[:, 1:].")
-    return "decoder_input = tgt[:, :-1] and labels = tgt[:, 1:], as transformer_lite.training.teacher_forcing."
+        raise Wrong(tr("labels are not right."),
+                    hint=tr("the labels are the target without its FIRST token (<bos>): tgt[:, 1:]."))
+    return tr("decoder_input = tgt[:, :-1] and labels = tgt[:, 1:], as transformer_lite.training.teacher_forcing.")
 
 
 # ---- 11.2: label-smoothed cross-entropy by hand -----------------------------------------------------------------
@@ -87,13 +89,13 @@ def _no_smoothing():
 
 
 _SMOOTHING_MISTAKES = [
-    (_over_v_minus_1, "you spread eps over the V - 1 other words and left exactly 1 - eps on the label (fairseq's "
-                      "convention). This chapter's loss, like PyTorch's label_smoothing and Szegedy et al.'s "
-                      "formula, spreads eps over ALL V words: the label gets 1 - eps + eps / V."),
-    (_annotated, "you used the Annotated Transformer's convention (eps / (V - 2), nothing on <pad>). This "
-                 "chapter's loss spreads eps over all V words: q = (1 - eps) one_hot + eps / V."),
-    (_counts_padding, "padding positions must not count: average over the positions whose label is not PAD."),
-    (_no_smoothing, "that is the plain cross-entropy: the target must be the smoothed q, not the one-hot label."),
+    (_over_v_minus_1, N_("you spread eps over the V - 1 other words and left exactly 1 - eps on the label (fairseq's "
+                         "convention). This chapter's loss, like PyTorch's label_smoothing and Szegedy et al.'s "
+                         "formula, spreads eps over ALL V words: the label gets 1 - eps + eps / V.")),
+    (_annotated, N_("you used the Annotated Transformer's convention (eps / (V - 2), nothing on <pad>). This "
+                    "chapter's loss spreads eps over all V words: q = (1 - eps) one_hot + eps / V.")),
+    (_counts_padding, N_("padding positions must not count: average over the positions whose label is not PAD.")),
+    (_no_smoothing, N_("that is the plain cross-entropy: the target must be the smoothed q, not the one-hot label.")),
 ]
 
 
@@ -108,14 +110,14 @@ def exercise_10_2(my_smoothed_loss):
         expected = F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1), label_smoothing=eps, ignore_index=PAD)
         out = call(my_smoothed_loss, logits, labels, eps, name="my_smoothed_loss")
         out = tensor(out, f"my_smoothed_loss(logits, labels, {eps})").reshape(())
-        hint = ("q(w) = (1 - eps) [w = label] + eps / V; loss = -sum_w q(w) log_softmax(logits)(w), averaged over "
-                "the positions whose label is not PAD.")
+        hint = (tr("q(w) = (1 - eps) [w = label] + eps / V; loss = -sum_w q(w) log_softmax(logits)(w), averaged over "
+                   "the positions whose label is not PAD."))
         for mistake, text in _SMOOTHING_MISTAKES:
             if torch.allclose(out, mistake()[0](logits, labels, eps).reshape(()), atol=1e-5):
-                hint = text
+                hint = tr(text)
                 break
         close(out, expected, f"my_smoothed_loss(logits, labels, eps={eps})", hint=hint, atol=1e-5)
-    return "your loss equals F.cross_entropy(..., label_smoothing=eps, ignore_index=PAD) for eps = 0.1 and 0.3."
+    return tr("your loss equals F.cross_entropy(..., label_smoothing=eps, ignore_index=PAD) for eps = 0.1 and 0.3.")
 
 
 # ---- 11.3: the warm-up schedule --------------------------------------------------------------------------------
@@ -147,17 +149,19 @@ def exercise_10_3(my_clip):
     grads = [torch.randn(4, 3, generator=gen), 5 * torch.randn(7, generator=gen),
              0.1 * torch.randn(2, 2, generator=gen)]
     total = float(torch.cat([g.flatten() for g in grads]).norm())
-    for max_norm, case in ((0.5 * total, "a joint norm above max_norm"), (2 * total, "a joint norm below max_norm")):
+    for max_norm, case in ((0.5 * total, tr("a joint norm above "
+                                            "max_norm")), (2 * total, tr("a joint norm below max_norm"))):
         got = call(my_clip, [g.clone() for g in grads], max_norm, name="my_clip(grads, max_norm)")
         if not isinstance(got, (list, tuple)) or len(got) != len(grads):
-            raise Wrong(f"my_clip should return a list of {len(grads)} tensors, one per gradient, "
-                        f"got {type(got).__name__}.")
+            raise Wrong(tr("my_clip should return a list of {n_grads} tensors, one per gradient, "
+                           "got {got_type}.", n_grads=len(grads), got_type=type(got).__name__))
         for i, (mine, ref) in enumerate(zip(got, _clip_reference(grads, max_norm))):
-            close(tensor(mine, f"my_clip(...)[{i}]", tuple(ref.shape)), ref, f"my_clip(...)[{i}] for {case}",
+            close(tensor(mine, f"my_clip(...)[{i}]", tuple(ref.shape)), ref, tr("my_clip(...)[{i}] for {case}",
+                                                                                i=i, case=case),
                   atol=1e-5, rtol=1e-4,
-                  hint="the norm is that of ALL the gradients together, as one vector; below max_norm nothing "
-                       "changes; above it every gradient is multiplied by the same max_norm / norm.")
-    return "your clipping equals torch.nn.utils.clip_grad_norm_: one factor for all gradients, only above max_norm."
+                  hint=tr("the norm is that of ALL the gradients together, as one vector; below max_norm nothing "
+                          "changes; above it every gradient is multiplied by the same max_norm / norm."))
+    return tr("your clipping equals torch.nn.utils.clip_grad_norm_: one factor for all gradients, only above max_norm.")
 
 
 # ---- 11.4: bug hunt, a loss that counts padding ------------------------------------------------------------------
@@ -186,26 +190,29 @@ def exercise_10_4(my_diagnosis, my_test):
     from transformer_lite.training import label_smoothed_cross_entropy
 
     if not isinstance(my_diagnosis, str) or my_diagnosis.strip().lower() not in _DIAGNOSES:
-        raise Wrong(f"my_diagnosis should be one of {list(_DIAGNOSES)}, got {my_diagnosis!r}.")
+        raise Wrong(tr("my_diagnosis should be one of {diagnoses}, got {my_diagnosis!r}.",
+                       diagnoses=list(_DIAGNOSES), my_diagnosis=my_diagnosis))
     right = lambda logits, labels: label_smoothed_cross_entropy(logits, labels)  # noqa: E731
     verdicts = {}
-    for name, fn in (("the right loss", right), ("suspect_loss", suspect_loss)):
+    for key, fn in (("right", right), ("suspect_loss", suspect_loss)):
+        name = tr("the right loss") if key == "right" else key
         with torch.no_grad():
             v = call(my_test, fn, name="my_test(loss_fn)")
         if not isinstance(v, (bool, torch.Tensor)) or (isinstance(v, torch.Tensor) and v.numel() != 1):
-            raise Wrong(f"my_test should return True or False, got {v!r} for {name}.")
-        verdicts[name] = bool(v)
-    if not verdicts["the right loss"]:
-        raise Wrong("my_test fails the right loss (label_smoothed_cross_entropy): a test must pass it.",
-                    hint="compare the two losses with torch.allclose, not ==.")
+            raise Wrong(tr("my_test should return True or False, got {v!r} for {name}.", v=v, name=name))
+        verdicts[key] = bool(v)
+    if not verdicts["right"]:
+        raise Wrong(tr("my_test fails the right loss (label_smoothed_cross_entropy): a test must pass it."),
+                    hint=tr("compare the two losses with torch.allclose, not ==."))
     if verdicts["suspect_loss"]:
-        raise Wrong("my_test passes suspect_loss: it does not catch the bug.",
-                    hint="the suspect is right on a batch without padding: append columns of <pad> to the targets.")
+        raise Wrong(tr("my_test passes suspect_loss: it does not catch the bug."),
+                    hint=tr("the suspect is right on a batch without padding: append columns of <pad> to the targets."))
     if my_diagnosis.strip().lower() != "padding":
-        raise Wrong(f"your test catches the suspect, but the bug is not {my_diagnosis!r}.",
-                    hint="which experiment of the chapter did your test run?")
-    return ("suspect_loss averages over every position, padding included (no ignore_index): it trains the model to "
-            "predict <pad>, and its value changes when more padding is appended.")
+        raise Wrong(tr("your test catches the suspect, but the bug is not {my_diagnosis!r}.",
+                       my_diagnosis=my_diagnosis),
+                    hint=tr("which experiment of the chapter did your test run?"))
+    return (tr("suspect_loss averages over every position, padding included (no ignore_index): it trains the model to "
+               "predict <pad>, and its value changes when more padding is appended."))
 
 
 # ---- 11.5: Adam by hand --------------------------------------------------------------------------------------------
@@ -233,13 +240,13 @@ def _no_bias_correction(grads, lr):
 
 _ADAM_MISTAKES = [
     (lambda grads, lr: -lr * grads.sign(),
-     "every step is lr * sign(g) only on the FIRST step (m_hat = g, v_hat = g^2). Later steps are "
-     "lr * m_hat / (sqrt(v_hat) + eps), with m and v running averages: keep them from step to step."),
-    (_no_bias_correction, "divide m by (1 - beta1^k) and v by (1 - beta2^k) before using them (the bias correction; "
-                          "k counts the steps from 1): both averages start at zero."),
+     N_("every step is lr * sign(g) only on the FIRST step (m_hat = g, v_hat = g^2). Later steps are "
+        "lr * m_hat / (sqrt(v_hat) + eps), with m and v running averages: keep them from step to step.")),
+    (_no_bias_correction, N_("divide m by (1 - beta1^k) and v by (1 - beta2^k) before using them (the bias correction; "
+                             "k counts the steps from 1): both averages start at zero.")),
     (lambda grads, lr: _adam_reference(grads, lr, betas=(0.9, 0.999)),
-     "that is PyTorch's default beta2 = 0.999; the paper (and paper_adam) uses beta2 = 0.98."),
-    (lambda grads, lr: -_adam_reference(grads, lr), "the step goes AGAINST the gradient: theta - lr * ..."),
+     N_("that is PyTorch's default beta2 = 0.999; the paper (and paper_adam) uses beta2 = 0.98.")),
+    (lambda grads, lr: -_adam_reference(grads, lr), N_("the step goes AGAINST the gradient: theta - lr * ...")),
 ]
 
 
@@ -253,11 +260,11 @@ def exercise_10_5(my_adam_updates):
     expected = _adam_reference(grads, lr)
     out = call(my_adam_updates, grads.clone(), lr, name="my_adam_updates")
     out = tensor(out, "my_adam_updates(grads, lr)", tuple(expected.shape)).double()
-    hint = ("m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, m_hat = m / (1 - b1^k), v_hat = v / (1 - b2^k), "
-            "update = -lr m_hat / (sqrt(v_hat) + eps), with b1 = 0.9, b2 = 0.98, eps = 1e-9.")
+    hint = (tr("m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, m_hat = m / (1 - b1^k), v_hat = v / (1 - b2^k), "
+               "update = -lr m_hat / (sqrt(v_hat) + eps), with b1 = 0.9, b2 = 0.98, eps = 1e-9."))
     for mistake, text in _ADAM_MISTAKES:
         if torch.allclose(out, mistake(grads, lr).double(), rtol=1e-5, atol=1e-10):
-            hint = text
+            hint = tr(text)
             break
     close(out, expected, "my_adam_updates(grads, lr)", hint=hint, atol=1e-9, rtol=1e-4)
-    return "your updates equal torch.optim.Adam's with the paper's betas and eps, step by step, for all 4 weights."
+    return tr("your updates equal torch.optim.Adam's with the paper's betas and eps, step by step, for all 4 weights.")

@@ -8,6 +8,7 @@ import torch
 
 from transformer_lite.data import BOS, EOS
 
+from ..i18n import tr
 from . import Wrong, call, close, exercise, tensor
 
 
@@ -41,17 +42,19 @@ def exercise_12_1(my_greedy_step):
         out = call(my_greedy_step, model, src, ys.clone(), name="my_greedy_step")
     out = tensor(out, "my_greedy_step(model, src, ys)", tuple(expected.shape)).long()
     if not torch.equal(out[:, :-1], ys):
-        raise Wrong("the first t columns of your output are not ys.",
-                    hint="append the new token: torch.cat([ys, next], dim=1).")
-    hint = "the next token is the argmax of the LAST position's logits of model(src, ys): logits[:, -1]."
+        raise Wrong(tr("the first t columns of your output are not ys."),
+                    hint=tr("append the new token: torch.cat([ys, next], dim=1)."))
+    hint = tr("the next token is the argmax of the LAST position's logits of model(src, ys): logits[:, -1].")
     with torch.no_grad():
         if torch.equal(out, _first_position(model, src, ys)):
-            hint = "you read the logits of position 0 (after <bos>); the next token comes from the last position, -1."
+            hint = tr("you read the logits of position 0 (after <bos>); the next token comes from the last position, "
+                      "-1.")
         elif torch.equal(out, _only_bos(model, src, ys)):
-            hint = "feed the whole prefix ys to the decoder, not only <bos>: the choice depends on the words so far."
+            hint = tr("feed the whole prefix ys to the decoder, not only <bos>: the choice depends on the words so "
+                      "far.")
     if not torch.equal(out, expected):
-        raise Wrong("the appended tokens are not the most probable next tokens.", hint)
-    return "your step appends argmax(logits[:, -1]) for every row: repeat it and you have greedy decoding."
+        raise Wrong(tr("the appended tokens are not the most probable next tokens."), hint)
+    return tr("your step appends argmax(logits[:, -1]) for every row: repeat it and you have greedy decoding.")
 
 
 # ---- 12.2: the final choice among the finished hypotheses ------------------------------------------------------------
@@ -89,16 +92,18 @@ def exercise_12_2(my_choose):
         got = call(my_choose, [(list(t), lp) for t, lp in finished], alpha, name="my_choose")
         got = list(got.tolist() if hasattr(got, "tolist") else got) if got is not None else got
         if got != expected:
-            hint = "score each hypothesis by log_p / ((5 + len(tokens)) / 6) ** alpha and return the best one's tokens."
+            hint = tr("score each hypothesis by log_p / ((5 + len(tokens)) / 6) ** alpha and return the best one's "
+                      "tokens.")
             if got == _choose(finished, 0.0):
-                hint = "you ranked by log P alone: divide by the length penalty ((5 + |y|) / 6) ** alpha."
+                hint = tr("you ranked by log P alone: divide by the length penalty ((5 + |y|) / 6) ** alpha.")
             elif got == _choose(finished, alpha, length=lambda t: len(t) - 1):
-                hint = "|y| counts the tokens after <bos> with <eos> included: len(tokens)."
+                hint = tr("|y| counts the tokens after <bos> with <eos> included: len(tokens).")
             elif got == _choose(finished, alpha, first=False):
-                hint = "among equal scores keep the first hypothesis (a strict > when you compare)."
-            raise Wrong(f"my_choose(..., alpha={alpha}) returned {got}, beam_search returns {expected}.", hint)
-    return ("your choice is beam_search's on every case: log P / lp(|y|), the first of equals; alpha changes the "
-            "winner, from a short hypothesis to a longer one.")
+                hint = tr("among equal scores keep the first hypothesis (a strict > when you compare).")
+            raise Wrong(tr("my_choose(..., alpha={alpha}) returned {got}, beam_search returns {expected}.",
+                           alpha=alpha, got=got, expected=expected), hint)
+    return (tr("your choice is beam_search's on every case: log P / lp(|y|), the first of equals; alpha changes the "
+               "winner, from a short hypothesis to a longer one."))
 
 
 # ---- 12.3: nucleus (top-p) sampling ---------------------------------------------------------------------------------
@@ -135,15 +140,16 @@ def exercise_12_3(my_top_p):
         for p in (1e-6, 0.5, 0.8, 0.9, 1.0):
             out = call(my_top_p, probs.clone(), p, name="my_top_p")
             out = tensor(out, f"my_top_p(probs, {p})", tuple(probs.shape)).double()
-            hint = ("sort the probabilities in decreasing order and keep the most probable tokens up to and "
-                    "INCLUDING the one whose cumulative probability reaches p; zero the rest and renormalise.")
+            hint = (tr("sort the probabilities in decreasing order and keep the most probable tokens up to and "
+                       "INCLUDING the one whose cumulative probability reaches p; zero the rest and renormalise."))
             if torch.allclose(out, _drops_the_crossing_token(probs, p)):
-                hint = ("you dropped the token that makes the kept mass reach p: then the kept mass is below p. "
-                        "Keep a token while the mass of the tokens BEFORE it is below p.")
+                hint = (tr("you dropped the token that makes the kept mass reach p: then the kept mass is below p. "
+                           "Keep a token while the mass of the tokens BEFORE it is below p."))
             elif abs(float(out.sum()) - 1) > 1e-4:
-                hint = "renormalise the kept probabilities so that they sum to 1."
+                hint = tr("renormalise the kept probabilities so that they sum to 1.")
             close(out, _top_p_reference(probs, p), f"my_top_p(probs, p={p})", hint=hint, atol=1e-6)
-    return "your top-p keeps the smallest set of most probable tokens with mass >= p, renormalised, for every p tried."
+    return tr("your top-p keeps the smallest set of most probable tokens with mass >= p, renormalised, for every p "
+              "tried.")
 
 
 # ---- 12.4: one step of beam search, by hand --------------------------------------------------------------------------
@@ -166,10 +172,12 @@ def _step(k=3, eos_among=None, pool=None):
 
 def _as_set(answer, name, size=None):
     if isinstance(answer, str) or not hasattr(answer, "__iter__"):
-        raise Wrong(f"{name} should be a set of names such as {{'B x', 'C <eos>'}}, got {answer!r}.")
+        raise Wrong(tr("{name} should be a set of names such as {{'B x', 'C <eos>'}}, got {answer!r}.",
+                       name=name, answer=answer))
     answer = {str(a).strip() for a in answer}
     if size is not None and len(answer) != size:
-        raise Wrong(f"{name} should hold the k = {size} live hypotheses, got {len(answer)}: {sorted(answer)}.")
+        raise Wrong(tr("{name} should hold the k = {size} live hypotheses, got {n_answer}: {answer}.",
+                       name=name, size=size, n_answer=len(answer), answer=sorted(answer)))
     return answer
 
 
@@ -181,17 +189,19 @@ def exercise_12_4(my_finished, my_live):
     finished, live = _step()
     got_finished = _as_set(my_finished, "my_finished")
     if got_finished != finished:
-        hint = ("rank the nine extensions by log P (the live ones' log P plus the next token's); a candidate ending "
-                "with <eos> is set aside only if it ranks among the best k = 3.")
+        hint = (tr("rank the nine extensions by log P (the live ones' log P plus the next token's); a candidate ending "
+                   "with <eos> is set aside only if it ranks among the best k = 3."))
         if got_finished == _step(eos_among=2 * 3)[0]:
-            hint = ("D <eos> ranks 5th: only a candidate ending with <eos> among the best k = 3 is set aside "
-                    "(fairseq's rule, which transformer_lite follows).")
-        raise Wrong(f"my_finished: {sorted(got_finished)} is not the set of hypotheses set aside.", hint)
+            hint = (tr("D <eos> ranks 5th: only a candidate ending with <eos> among the best k = 3 is set aside "
+                       "(fairseq's rule, which transformer_lite follows)."))
+        raise Wrong(tr("my_finished: {got_finished} is not the set of hypotheses set aside.",
+                       got_finished=sorted(got_finished)), hint)
     got_live = _as_set(my_live, "my_live", 3)
     if got_live != live:
-        hint = "the live hypotheses are the best 3 candidates that do NOT end with <eos>."
+        hint = tr("the live hypotheses are the best 3 candidates that do NOT end with <eos>.")
         if any(c.endswith("<eos>") for c in got_live):
-            hint = "a finished hypothesis is set aside: it does not take one of the k live places."
-        raise Wrong(f"my_live: {sorted(got_live)} are not the 3 live hypotheses after step 3.", hint)
-    return ("C <eos> is set aside; D <eos> ranks 5th and is dropped; B x, C x and D x stay live, so the beam keeps "
-            "k = 3 live hypotheses. The length penalty plays no part in this step: it only compares finished ones.")
+            hint = tr("a finished hypothesis is set aside: it does not take one of the k live places.")
+        raise Wrong(tr("my_live: {got_live} are not the 3 live hypotheses after step 3.",
+                       got_live=sorted(got_live)), hint)
+    return (tr("C <eos> is set aside; D <eos> ranks 5th and is dropped; B x, C x and D x stay live, so the beam keeps "
+               "k = 3 live hypotheses. The length penalty plays no part in this step: it only compares finished ones."))

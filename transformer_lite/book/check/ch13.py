@@ -15,6 +15,7 @@ import torch
 from transformer_lite.book.runtime import num_threads
 from transformer_lite.data import BOS, EOS, PAD
 
+from ..i18n import tr
 from . import Wrong, as_number, call, exercise, number, one_of
 
 # ---- 13.1: exact match -----------------------------------------------------------------------------
@@ -75,12 +76,13 @@ def _whole_rows(pred, ref):
 def exercise_13_1(my_exact_match):
     for k, (pred, ref) in enumerate(_batches(), start=1):
         got = call(my_exact_match, pred.clone(), ref.clone(), name="my_exact_match(pred, ref)")
-        number(got, _exact_match(pred, ref), f"my_exact_match on test batch {k} ({len(ref)} rows)", abs_=1e-6,
-               hint="a row counts only if the output equals the reference token for token up to and including the "
-                    "first <eos>, and then the row scores 1, else 0 (not a share of its tokens). An output that "
-                    "never reached <eos> is wrong even if its words are right; what follows <eos> does not count; "
-                    "the two tensors may have different widths.")
-    return "your exact match agrees on two test batches (outputs cut at the length limit, and junk after <eos>)."
+        number(got, _exact_match(pred, ref), tr("my_exact_match on test batch {k} ({n_ref} rows)",
+                                                k=k, n_ref=len(ref)), abs_=1e-6,
+               hint=tr("a row counts only if the output equals the reference token for token up to and including the "
+                       "first <eos>, and then the row scores 1, else 0 (not a share of its tokens). An output that "
+                       "never reached <eos> is wrong even if its words are right; what follows <eos> does not count; "
+                       "the two tensors may have different widths."))
+    return tr("your exact match agrees on two test batches (outputs cut at the length limit, and junk after <eos>).")
 
 
 # ---- the shipped translator, loaded once ----------------------------------------------------------
@@ -111,22 +113,25 @@ def _first_100_log_probs() -> torch.Tensor:
                          lambda: (int(_first_100_log_probs().argmin()) + 1,)])  # counted from 1
 def exercise_13_2(my_index):
     if isinstance(my_index, str):
-        raise Wrong("my_index should be the sentence's index in data.test_pairs (an int), got a string.")
+        raise Wrong(tr("my_index should be the sentence's index in data.test_pairs (an int), got a string."))
     try:
         index = int(my_index)
     except (TypeError, ValueError):
-        raise Wrong(f"my_index should be an int, got {type(my_index).__name__}.") from None
+        raise Wrong(tr("my_index should be an int, got {my_index_type}.",
+                       my_index_type=type(my_index).__name__)) from None
     log_p = _first_100_log_probs()
     expected = int(log_p.argmin())
     if index != expected:
-        hint = ("that is the sentence the model is MOST sure of: you want the smallest log P."
+        hint = (tr("that is the sentence the model is MOST sure of: you want the smallest log P.")
                 if index == int(log_p.argmax())
-                else "indices count from 0, as in data.test_pairs[i]." if index == expected + 1
-                else "decode the first 100 held-out sentences greedily, score the outputs with sequence_log_prob "
-                     "(log P of the whole output, <eos> included) and take the argmin.")
-        raise Wrong(f"held-out sentence {index} is not the one whose greedy translation is least probable.", hint)
-    return (f"sentence {expected}: the model gives its own translation probability {log_p[expected].exp():.1e}; "
-            f"the next least sure sentence has {log_p.sort().values[1].exp():.2f}.")
+                else tr("indices count from 0, as in data.test_pairs[i].") if index == expected + 1
+                else tr("decode the first 100 held-out sentences greedily, score the outputs with sequence_log_prob "
+                        "(log P of the whole output, <eos> included) and take the argmin."))
+        raise Wrong(tr("held-out sentence {index} is not the one whose greedy translation is least probable.",
+                       index=index), hint)
+    return (tr("sentence {expected}: the model gives its own translation probability {exp:.1e}; "
+               "the next least sure sentence has {exp2:.2f}.",
+               expected=expected, exp=log_p[expected].exp(), exp2=log_p.sort().values[1].exp()))
 
 
 # ---- 13.3: where the decoder looks while writing 明天 -----------------------------------------------
@@ -151,23 +156,26 @@ def exercise_13_3(my_counts):
     try:
         given = {str(k): int(v) for k, v in dict(my_counts).items() if int(v) != 0}
     except (TypeError, ValueError):
-        raise Wrong(f"my_counts should be a dict (or Counter) English word -> count, got {type(my_counts).__name__}.") \
+        raise Wrong(tr("my_counts should be a dict (or Counter) English word -> count, got {my_counts_type}.",
+                       my_counts_type=type(my_counts).__name__)) \
             from None
     expected = _looks_for_tomorrow()
     n = sum(expected.values())
     if sum(given.values()) != n:
-        raise Wrong(f"your counts add up to {sum(given.values())}; there is one peak per held-out sentence whose "
-                    f"translation contains 明天 ({n} sentences).",
-                    hint="loop over data.test_pairs, keep the pairs with 明天 among the Chinese words, one count each.")
+        raise Wrong(tr("your counts add up to {sum}; there is one peak per held-out sentence whose "
+                       "translation contains 明天 ({n} sentences).", sum=sum(given.values()), n=n),
+                    hint=tr("loop over data.test_pairs, keep the pairs with 明天 among the Chinese words, one count "
+                            "each."))
     if given != expected:
-        raise Wrong("the counts are not right.",
-                    hint="use the LAST layer's cross-attention, averaged over the heads, "
-                         "with the teacher-forced decoder "
-                         "input data.test_tgt[:, :-1] = <bos> + words. Row t of it PREDICTS word t (row 0, <bos>, "
-                         "predicts the first word), so the row for 明天 is zh.split().index('明天'), not one more. "
-                         "Take the argmax over the real English words only.")
+        raise Wrong(tr("the counts are not right."),
+                    hint=tr("use the LAST layer's cross-attention, averaged over the heads, "
+                            "with the teacher-forced decoder "
+                            "input data.test_tgt[:, :-1] = <bos> + words. Row t of it PREDICTS word t (row 0, <bos>, "
+                            "predicts the first word), so the row for 明天 is zh.split().index('明天'), not one more. "
+                            "Take the argmax over the real English words only."))
     top = max(expected, key=expected.get)
-    return f"while predicting 明天 the last layer peaks on {top!r} in {expected[top]} of {n} sentences."
+    return tr("while predicting 明天 the last layer peaks on {top!r} in {expected} of {n} sentences.",
+              top=top, expected=expected[top], n=n)
 
 
 # ---- 13.4: bug hunt, a translator that reads the padding -----------------------------------------
@@ -187,14 +195,15 @@ def exercise_13_4(my_broken, my_largest_change):
     one_of(my_broken, _PARTS, "my_broken")
     change = as_number(my_largest_change, "my_largest_change")
     if change < 1e-3:
-        raise Wrong(f"a largest change of {change:.1e}: your test saw nothing wrong.",
-                    hint="chapter 7's two tests: change a later target word (do earlier logits move?), and append "
-                         "<pad> tokens to a source sentence (does suspect.encode change for its real words?).")
+        raise Wrong(tr("a largest change of {change:.1e}: your test saw nothing wrong.", change=change),
+                    hint=tr("chapter 7's two tests: change a later target word (do earlier logits move?), and append "
+                            "<pad> tokens to a source sentence (does suspect.encode change for its real words?)."))
     if my_broken.strip().lower() != "encoder padding mask":
-        raise Wrong(f"{my_broken!r} would not make the real words' memory depend on padding appended to the source.",
-                    hint="the memory is the encoder's output; the decoder and its masks come after it.")
-    return ("the suspect's encoder lets the words attend to <pad>: a sentence's memory, and sometimes its "
-            "translation, depends on how long the other sentences of its batch are.")
+        raise Wrong(tr("{my_broken!r} would not make the real words' memory depend on padding appended to the source.",
+                       my_broken=my_broken),
+                    hint=tr("the memory is the encoder's output; the decoder and its masks come after it."))
+    return (tr("the suspect's encoder lets the words attend to <pad>: a sentence's memory, and sometimes its "
+               "translation, depends on how long the other sentences of its batch are."))
 
 
 # ---- 13.5: why not 看 足球? ------------------------------------------------------------------------
@@ -220,10 +229,12 @@ def _football() -> tuple[float, float, float, float]:
                          lambda: (_football()[1], _football()[0])])                         # swapped
 def exercise_13_5(my_logp_model, my_logp_reference):
     lp_out, lp_ref, _, _ = _football()
-    hint = ("score each output with sequence_log_prob(model, src, ys, EOS): ys is (1, L) token ids starting with <bos> "
-            "and ending with <eos> (tgt_vocab.encode(..., add_bos_eos=True)); the result is a natural log, "
-            "<eos> included, and it is negative.")
-    number(my_logp_model, lp_out, "my_logp_model (log P of the model's greedy output)", rel=1e-3, abs_=2e-3, hint=hint)
+    hint = (tr("score each output with sequence_log_prob(model, src, ys, EOS): ys is (1, L) token ids starting with "
+               "<bos> "
+               "and ending with <eos> (tgt_vocab.encode(..., add_bos_eos=True)); the result is a natural log, "
+               "<eos> included, and it is negative."))
+    number(my_logp_model, lp_out, tr("my_logp_model (log P of the model's greedy "
+                                     "output)"), rel=1e-3, abs_=2e-3, hint=hint)
     number(my_logp_reference, lp_ref, "my_logp_reference (log P of 她 看 足球)", rel=1e-3, abs_=2e-3, hint=hint)
-    return (f"the model's own output is e^{lp_out - lp_ref:.1f} ≈ {math.exp(lp_out - lp_ref):,.0f} times "
-            f"more probable than 她 看 足球.")
+    return (tr("the model's own output is e^{value:.1f} ≈ {exp:,.0f} times "
+               "more probable than 她 看 足球.", value=lp_out - lp_ref, exp=math.exp(lp_out - lp_ref)))

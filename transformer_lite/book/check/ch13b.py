@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from ..i18n import tr
 from . import NotAnswered, Wrong, call, exercise, number
 
 
@@ -40,11 +41,13 @@ def exercise_13b_1(mean_sentence_bleu):
     scores = _sentence_bleus()
     expected = sum(scores) / len(scores)
     number(mean_sentence_bleu, expected, "mean_sentence_bleu", rel=1e-6, abs_=1e-6,
-           hint="score every test translation alone, 100 * bleu(h, r).score for h, r in zip(hyps, refs), and average "
-                "over ALL the sentences, the zeros included (0-100, like the chapter's scores).")
+           hint=tr("score every test translation alone, 100 * bleu(h, r).score for h, r in zip(hyps, refs), and "
+                   "average "
+                   "over ALL the sentences, the zeros included (0-100, like the chapter's scores)."))
     zeros = sum(b == 0 for b in scores)
-    return (f"right: {expected:.1f}, against a corpus BLEU of {_corpus_bleu():.1f}; {zeros} of {len(scores)} "
-            f"sentences score 0 alone, because they share no 4-gram with their reference.")
+    return (tr("right: {expected:.1f}, against a corpus BLEU of {corpus_bleu:.1f}; {zeros} of {n_scores} "
+               "sentences score 0 alone, because they share no 4-gram with their reference.",
+               expected=expected, corpus_bleu=_corpus_bleu(), zeros=zeros, n_scores=len(scores)))
 
 
 @functools.lru_cache(maxsize=1)
@@ -76,14 +79,15 @@ def exercise_13b_2(answer):
     if isinstance(answer, tuple) and any(a is ... or a is None for a in answer):
         raise NotAnswered
     if not isinstance(answer, (tuple, list)) or len(answer) != 2:
-        raise Wrong(f"give a pair (bleu_reversed, chrf_reversed), got {type(answer).__name__}.")
+        raise Wrong(tr("give a pair (bleu_reversed, chrf_reversed), got {answer_type}.",
+                       answer_type=type(answer).__name__))
     bleu_rev, chrf_rev = _reversed_scores()
-    hint = ("reverse each translation (h[::-1]) but not the references, and score the whole test set at once with "
-            "corpus_bleu and corpus_chrf (corpus scores, not means of sentence scores), times 100.")
+    hint = (tr("reverse each translation (h[::-1]) but not the references, and score the whole test set at once with "
+               "corpus_bleu and corpus_chrf (corpus scores, not means of sentence scores), times 100."))
     number(answer[0], bleu_rev, "bleu_reversed", rel=1e-6, hint=hint)
     number(answer[1], chrf_rev, "chrf_reversed", rel=1e-6, hint=hint)
-    return (f"right: reversed, BLEU falls to {bleu_rev:.1f} and chrF to {chrf_rev:.1f}; BLEU's 3- and 4-grams need "
-            "the order, chrF's character unigrams do not.")
+    return (tr("right: reversed, BLEU falls to {bleu_rev:.1f} and chrF to {chrf_rev:.1f}; BLEU's 3- and 4-grams need "
+               "the order, chrF's character unigrams do not.", bleu_rev=bleu_rev, chrf_rev=chrf_rev))
 
 
 def _repeats(chars) -> bool:
@@ -107,16 +111,19 @@ def exercise_13b_3(repeats):
     for chars, expected in CASES:
         got = call(repeats, list(chars), name=f"repeats({chars!r})")
         if not isinstance(got, bool):
-            raise Wrong(f"repeats({chars!r}) should return True or False, got {type(got).__name__}.")
+            raise Wrong(tr("repeats({chars!r}) should return True or False, got {got_type}.",
+                           chars=chars, got_type=type(got).__name__))
         if got != expected:
-            raise Wrong(f"repeats({chars!r}) returned {got}, expected {expected}.",
-                        hint="look for one character at three CONSECUTIVE positions i, i+1, i+2; the same character "
-                             "three times with others between does not count, and two in a row is not enough.")
+            raise Wrong(tr("repeats({chars!r}) returned {got}, expected {expected}.",
+                           chars=chars, got=got, expected=expected),
+                        hint=tr("look for one character at three CONSECUTIVE positions i, i+1, i+2; the same character "
+                                "three times with others between does not count, and two in a row is not enough."))
     hyps, _ = _hyps_refs()
     flagged = sum(_repeats(h) for h in hyps)
     if sum(bool(call(repeats, list(h), name="repeats")) for h in hyps) != flagged:
-        raise Wrong("your repeats disagrees with the check on some of the shipped model's translations.")
-    return f"right: {flagged} of the {len(hyps)} test translations repeat a character three or more times in a row."
+        raise Wrong(tr("your repeats disagrees with the check on some of the shipped model's translations."))
+    return tr("right: {flagged} of the {n_hyps} test translations repeat a character three or more times in a row.",
+              flagged=flagged, n_hyps=len(hyps))
 
 
 @functools.lru_cache(maxsize=2)
@@ -135,9 +142,10 @@ def _unknown_sentence_share(min_freq: int, tokens: bool = False) -> float:
 def exercise_13b_4(share_with_unknown):
     expected = _unknown_sentence_share(1)
     number(share_with_unknown, expected, "share_with_unknown", rel=1e-6, abs_=1e-9,
-           hint="build the data with real_data.translation_data(min_freq=1), then take the share (0-1) of the rows of "
-                "its test_src that hold at least one UNK id.")
+           hint=tr("build the data with real_data.translation_data(min_freq=1), then take the share (0-1) of the rows "
+                   "of "
+                   "its test_src that hold at least one UNK id."))
     before = _unknown_sentence_share(2)
-    return (f"right: with min_freq=1, {expected:.0%} of the test sentences still hold an unknown word, against "
-            f"{before:.0%} with the recipe's cut-off of 2. The rest are words never seen in training: no cut-off "
-            f"can give them a meaning.")
+    return (tr("right: with min_freq=1, {expected:.0%} of the test sentences still hold an unknown word, against "
+               "{before:.0%} with the recipe's cut-off of 2. The rest are words never seen in training: no cut-off "
+               "can give them a meaning.", expected=expected, before=before))

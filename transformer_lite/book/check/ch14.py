@@ -6,6 +6,7 @@ import torch
 import transformer_lite as tl
 from transformer_lite import language_models as lm
 
+from ..i18n import tr
 from . import Wrong, call, exercise
 
 
@@ -30,21 +31,24 @@ def exercise_14_1(my_keep):
             expected = torch.ones(L, L, dtype=torch.bool) if family == "encoder-only" else ~tl.causal_mask(L)
             got = call(my_keep, family, L, name=f"my_keep({family!r}, {L})")
             if not isinstance(got, torch.Tensor) or got.dtype != torch.bool or tuple(got.shape) != (L, L):
-                raise Wrong(f"my_keep({family!r}, {L}) should be a bool tensor of shape ({L}, {L}), got "
-                            f"{type(got).__name__} {tuple(getattr(got, 'shape', ()))} "
-                            f"{getattr(got, 'dtype', '')}.")
+                raise Wrong(tr("my_keep({family!r}, {L}) should be a bool tensor of shape ({L}, {L}), got "
+                               "{got_type} {got_shape} "
+                               "{got_dtype}.",
+                               family=family, L=L, got_type=type(got).__name__,
+                               got_shape=tuple(getattr(got, 'shape', ())), got_dtype=getattr(got, 'dtype', '')))
             if not torch.equal(got, expected):
                 if torch.equal(got, ~expected):
-                    hint = "inverted: here True means MAY attend (tl.causal_mask is the opposite, True = blocked)."
+                    hint = tr("inverted: here True means MAY attend (tl.causal_mask is the opposite, True = blocked).")
                 elif family == "encoder-only":
-                    hint = "an encoder-only model (BERT) has no causal mask: every token sees both sides."
+                    hint = tr("an encoder-only model (BERT) has no causal mask: every token sees both sides.")
                 elif not got.diagonal().all():
-                    hint = "off by one: a token may always see itself, so keep the diagonal (j <= i)."
+                    hint = tr("off by one: a token may always see itself, so keep the diagonal (j <= i).")
                 else:
-                    hint = "a decoder-only model (GPT) lets query i see the keys j <= i: the lower triangle."
-                raise Wrong(f"my_keep({family!r}, {L}) differs from the right mask in "
-                            f"{int((got != expected).sum())} of {L * L} entries.", hint=hint)
-    return "an encoder-only token sees every key; a decoder-only token sees itself and the keys before it."
+                    hint = tr("a decoder-only model (GPT) lets query i see the keys j <= i: the lower triangle.")
+                raise Wrong(tr("my_keep({family!r}, {L}) differs from the right mask in "
+                               "{sum} of {value} entries.",
+                               family=family, L=L, sum=int((got != expected).sum()), value=L * L), hint=hint)
+    return tr("an encoder-only token sees every key; a decoder-only token sees itself and the keys before it.")
 
 
 def suspect_gpt(model):
@@ -71,29 +75,32 @@ _MASK_DIAGNOSES = ("future", "itself", "past")
                          lambda: ("future", lambda model: True), lambda: ("future", lambda model: False)])
 def exercise_14_2(my_diagnosis, my_test):
     if not isinstance(my_diagnosis, str) or my_diagnosis.strip().lower() not in _MASK_DIAGNOSES:
-        raise Wrong(f"my_diagnosis should be one of {list(_MASK_DIAGNOSES)}, got {my_diagnosis!r}.")
+        raise Wrong(tr("my_diagnosis should be one of {mask_diagnoses}, got {my_diagnosis!r}.",
+                       mask_diagnoses=list(_MASK_DIAGNOSES), my_diagnosis=my_diagnosis))
     with torch.random.fork_rng():
         torch.manual_seed(0)
         right = lm.DecoderOnlyLM(128, d_model=32, nhead=4, num_layers=2, max_len=32).eval()  # room for any small ids
     verdicts = {}
-    for name, model in (("a correct DecoderOnlyLM", right), ("the suspect", suspect_gpt(right))):
+    for key, name, model in (("right", tr("a correct DecoderOnlyLM"), right),
+                             ("suspect", tr("the suspect"), suspect_gpt(right))):
         with torch.no_grad():
             v = call(my_test, model, name="my_test(model)")
         if not isinstance(v, (bool, torch.Tensor)) or (isinstance(v, torch.Tensor) and v.numel() != 1):
-            raise Wrong(f"my_test should return True or False, got {v!r} for {name}.")
-        verdicts[name] = bool(v)
-    if not verdicts["a correct DecoderOnlyLM"]:
-        raise Wrong("my_test fails a correct DecoderOnlyLM: a test must pass the right model.",
-                    hint="use token ids the model knows (below model.vocab_size, 128 here; 1 is <bos>), and "
-                         "compare only the rows BEFORE the token you changed.")
-    if verdicts["the suspect"]:
-        raise Wrong("my_test passes the suspect: it does not catch the bug.",
-                    hint="change one token t and compare every earlier row of logits, t - 1 included.")
+            raise Wrong(tr("my_test should return True or False, got {v!r} for {name}.", v=v, name=name))
+        verdicts[key] = bool(v)
+    if not verdicts["right"]:
+        raise Wrong(tr("my_test fails a correct DecoderOnlyLM: a test must pass the right model."),
+                    hint=tr("use token ids the model knows (below model.vocab_size, 128 here; 1 is <bos>), and "
+                            "compare only the rows BEFORE the token you changed."))
+    if verdicts["suspect"]:
+        raise Wrong(tr("my_test passes the suspect: it does not catch the bug."),
+                    hint=tr("change one token t and compare every earlier row of logits, t - 1 included."))
     if my_diagnosis.strip().lower() != "future":
-        raise Wrong(f"your test catches the suspect, but the bug is not {my_diagnosis!r}.",
-                    hint="which rows moved when you changed token t?")
-    return ("the suspect's mask lets each position see the next token, the very token it must predict (and, through "
-            "each further layer, one more): trained with it, a model learns to copy, and generates nonsense.")
+        raise Wrong(tr("your test catches the suspect, but the bug is not {my_diagnosis!r}.",
+                       my_diagnosis=my_diagnosis),
+                    hint=tr("which rows moved when you changed token t?"))
+    return (tr("the suspect's mask lets each position see the next token, the very token it must predict (and, through "
+               "each further layer, one more): trained with it, a model learns to copy, and generates nonsense."))
 
 
 def _gpt_count(V, context, D, N):
@@ -118,17 +125,20 @@ def exercise_14_3(my_gpt_params):
         try:
             got = int(got)
         except (TypeError, ValueError):
-            raise Wrong(f"my_gpt_params should return a whole number, got {type(got).__name__}.") from None
+            raise Wrong(tr("my_gpt_params should return a whole number, got {got_type}.",
+                           got_type=type(got).__name__)) from None
         if got != expected:
             diff = got - expected
             if diff == V * D:
-                hint = "the output layer is tied to the token embedding: count that matrix once."
+                hint = tr("the output layer is tied to the token embedding: count that matrix once.")
             elif diff == -2 * D:
-                hint = "a Pre-LN stack ends with a final LayerNorm (gain and bias: 2 D)."
+                hint = tr("a Pre-LN stack ends with a final LayerNorm (gain and bias: 2 D).")
             elif diff == -context * D:
-                hint = "GPT-2 learns one D-vector per position: context x D more parameters."
+                hint = tr("GPT-2 learns one D-vector per position: context x D more parameters.")
             else:
-                hint = ("per layer: Q, K, V, output projections with biases (4 (D^2 + D)), the FFN D -> 4D -> D with "
-                        "biases, and two LayerNorms (2 x 2D); 12 D^2 alone drops the biases and norms.")
-            raise Wrong(f"my_gpt_params({V}, {context}, {D}, {N}) is off by {diff:+,}.", hint=hint)
-    return "your formula equals the module count of GPT-2 small (124,439,808), GPT-2 medium and a tiny GPT."
+                hint = (tr("per layer: Q, K, V, output projections with biases (4 (D^2 + D)), the FFN D -> 4D -> D "
+                           "with "
+                           "biases, and two LayerNorms (2 x 2D); 12 D^2 alone drops the biases and norms."))
+            raise Wrong(tr("my_gpt_params({V}, {context}, {D}, {N}) is off by {diff:+,}.",
+                           V=V, context=context, D=D, N=N, diff=diff), hint=hint)
+    return tr("your formula equals the module count of GPT-2 small (124,439,808), GPT-2 medium and a tiny GPT.")

@@ -8,6 +8,7 @@ import torch
 from transformer_lite import language_models as lm, modern
 from transformer_lite.model import count_parameters
 
+from ..i18n import N_, tr
 from . import Wrong, call, exercise
 
 LLAMA3_8B = 8_030_261_248  # Meta's config.json for Llama 3 8B, counted on the meta device
@@ -28,24 +29,26 @@ def _llama3(**changes):
 def exercise_15_1(my_llama3_8b):
     model = call(my_llama3_8b, name="my_llama3_8b()")
     if not isinstance(model, modern.ModernLM):
-        raise Wrong(f"my_llama3_8b() should return a modern.ModernLM, got {type(model).__name__}.",
-                    hint="build it inside `with torch.device(\"meta\"):` so that no memory is allocated.")
+        raise Wrong(tr("my_llama3_8b() should return a modern.ModernLM, got {model_type}.",
+                       model_type=type(model).__name__),
+                    hint=tr("build it inside `with torch.device(\"meta\"):` so that no memory is allocated."))
     got = count_parameters(model)
     if got != LLAMA3_8B:
         layer = model.layers[0]
         if model.output.weight is model.token_embedding.weight:
-            hint = "Llama 3 8B does not tie its output layer to the embedding (tie_word_embeddings: false)."
+            hint = tr("Llama 3 8B does not tie its output layer to the embedding (tie_word_embeddings: false).")
         elif layer.attention.num_kv_heads != 8:
-            hint = "num_key_value_heads is 8: grouped-query attention, 4 query heads per key/value head."
+            hint = tr("num_key_value_heads is 8: grouped-query attention, 4 query heads per key/value head.")
         elif layer.feed_forward.w1.out_features != 14_336:
-            hint = "intermediate_size is 14,336 (3.5 D), wider than llama_ffn_dim's 8/3 D rule."
+            hint = tr("intermediate_size is 14,336 (3.5 D), wider than llama_ffn_dim's 8/3 D rule.")
         else:
-            hint = "vocab_size 128,256, hidden_size 4,096, 32 layers, 32 heads, 8 key/value heads."
-        raise Wrong(f"your model has {got:,} parameters; Llama 3 8B has {LLAMA3_8B:,}.", hint=hint)
+            hint = tr("vocab_size 128,256, hidden_size 4,096, 32 layers, 32 heads, 8 key/value heads.")
+        raise Wrong(tr("your model has {got:,} parameters; Llama 3 8B has {llama3_8b:,}.",
+                       got=got, llama3_8b=LLAMA3_8B), hint=hint)
     per_token = modern.kv_cache_bytes(1, 1, len(model.layers), model.layers[0].attention.num_kv_heads,
                                       model.layers[0].attention.head_dim, torch.bfloat16)
-    return (f"{got:,} parameters, Llama 3 8B's count; its KV cache takes {per_token // 1024} KiB per token in 16 bits, "
-            f"a quarter of what 32 key/value heads would take.")
+    return (tr("{got:,} parameters, Llama 3 8B's count; its KV cache takes {value} KiB per token in 16 bits, "
+               "a quarter of what 32 key/value heads would take.", got=got, value=per_token // 1024))
 
 
 def _pairs_to_halves_wrong(kind):
@@ -89,19 +92,21 @@ def exercise_15_2(my_to_halves):
     got_k = call(my_to_halves, w_k.clone(), num_heads, name="my_to_halves(w_k, num_heads)")
     for got in (got_q, got_k):
         if not isinstance(got, torch.Tensor) or got.shape != w_q.shape:
-            raise Wrong(f"my_to_halves should return a tensor of shape {tuple(w_q.shape)}, got "
-                        f"{type(got).__name__} {tuple(getattr(got, 'shape', ()))}.")
+            raise Wrong(tr("my_to_halves should return a tensor of shape {w_q_shape}, got "
+                           "{got_type} {got_shape}.",
+                           w_q_shape=tuple(w_q.shape), got_type=type(got).__name__,
+                           got_shape=tuple(getattr(got, 'shape', ()))))
     if sorted(got_q.sum(-1).tolist()) != sorted(w_q.sum(-1).tolist()):
-        raise Wrong("my_to_halves should only reorder the rows of w (the output features), not change them.",
-                    hint="index w with a permutation of its rows, e.g. w[order].")
+        raise Wrong(tr("my_to_halves should only reorder the rows of w (the output features), not change them."),
+                    hint=tr("index w with a permutation of its rows, e.g. w[order]."))
     scores = _scores(got_q.to(torch.float64), got_k.to(torch.float64), x, num_heads, _rotate_half_rope)
     if not torch.allclose(scores, expected, atol=1e-8):
-        raise Wrong("with your rows and rotate_half's RoPE, the attention scores differ from those of the original "
-                    "rows with neighbouring pairs.",
-                    hint="per head, the new order of the rows is the even features 0, 2, 4, ... then the odd ones "
-                         "1, 3, 5, ...: pair (2i, 2i + 1) becomes (i, i + D_h / 2).")
-    return ("the same scores in both layouts: per head, the even rows then the odd ones. "
-            "Hugging Face's conversion script for Meta's Llama weights does exactly this to W_Q and W_K.")
+        raise Wrong(tr("with your rows and rotate_half's RoPE, the attention scores differ from those of the original "
+                       "rows with neighbouring pairs."),
+                    hint=tr("per head, the new order of the rows is the even features 0, 2, 4, ... then the odd ones "
+                            "1, 3, 5, ...: pair (2i, 2i + 1) becomes (i, i + D_h / 2)."))
+    return (tr("the same scores in both layouts: per head, the even rows then the odd ones. "
+               "Hugging Face's conversion script for Meta's Llama weights does exactly this to W_Q and W_K."))
 
 
 def _merge_right(m1, l1, m2, l2):
@@ -124,16 +129,17 @@ def exercise_15_3(my_merge):
         try:
             m, l = (float(v) for v in got)
         except (TypeError, ValueError):
-            raise Wrong(f"my_merge should return a pair (m, l), got {got!r}.") from None
+            raise Wrong(tr("my_merge should return a pair (m, l), got {got!r}.", got=got)) from None
         m_true, l_true = s.max().item(), torch.exp(s - s.max()).sum().item()
         if abs(m - m_true) > 1e-9:
-            raise Wrong(f"m = {m:.4f}, but the maximum of all the scores is {m_true:.4f}.",
-                        hint="the merged maximum is the larger of the two maxima.")
+            raise Wrong(tr("m = {m:.4f}, but the maximum of all the scores is {m_true:.4f}.", m=m, m_true=m_true),
+                        hint=tr("the merged maximum is the larger of the two maxima."))
         if abs(l - l_true) > 1e-9 * max(1.0, l_true):
-            hint = ("each sum was taken with its own maximum: multiply l1 by exp(m1 - m) and l2 by exp(m2 - m), "
-                    "which are at most 1.")
-            raise Wrong(f"l = {l:.6f}, but the sum of exp(s - m) over all the scores is {l_true:.6f}.", hint=hint)
-    return "your merge is the online softmax's step: FlashAttention does it for every tile."
+            hint = (tr("each sum was taken with its own maximum: multiply l1 by exp(m1 - m) and l2 by exp(m2 - m), "
+                       "which are at most 1."))
+            raise Wrong(tr("l = {l:.6f}, but the sum of exp(s - m) over all the scores is {l_true:.6f}.",
+                           l=l, l_true=l_true), hint=hint)
+    return tr("your merge is the online softmax's step: FlashAttention does it for every tile.")
 
 
 def _mean_pooled(mha, num_kv_heads, pool=lambda w: w.mean(1)):
@@ -195,28 +201,32 @@ def exercise_15_4(my_gqa_from_mha):
     for num_kv_heads in (H, H // 2, 1):
         got = call(my_gqa_from_mha, mha, num_kv_heads, name=f"my_gqa_from_mha(mha, {num_kv_heads})")
         if not isinstance(got, modern.GroupedQueryAttention) or got.num_kv_heads != num_kv_heads:
-            raise Wrong(f"my_gqa_from_mha(mha, {num_kv_heads}) should return a modern.GroupedQueryAttention with "
-                        f"num_kv_heads={num_kv_heads}, got {type(got).__name__}.",
-                        hint="modern.GroupedQueryAttention(mha.d_model, mha.nhead, num_kv_heads, bias=True), then "
-                             "copy the weights into it under torch.no_grad().")
+            raise Wrong(tr("my_gqa_from_mha(mha, {num_kv_heads}) should return a modern.GroupedQueryAttention with "
+                           "num_kv_heads={num_kv_heads}, got {got_type}.",
+                           num_kv_heads=num_kv_heads, got_type=type(got).__name__),
+                        hint=tr("modern.GroupedQueryAttention(mha.d_model, mha.nhead, num_kv_heads, bias=True), then "
+                                "copy the weights into it under torch.no_grad()."))
         got.eval()
         with torch.no_grad():
             out = got(x, key_padding_mask=pad)[~pad]
             expected = _mean_pooled(mha, num_kv_heads)(x, key_padding_mask=pad)[~pad]
         if not torch.allclose(out, expected, atol=1e-5):
-            hint = ("with num_kv_heads = H nothing is pooled: copy all four projections as they are."
+            hint = (tr("with num_kv_heads = H nothing is pooled: copy all four projections as they are.")
                     if num_kv_heads == H else
-                    "average, do not pick or add: the K rows of heads 0..g-1 (g = H / H_kv, each D_h rows) become "
-                    "K/V head 0, the next g heads head 1, ...: GQA's query head h reads K/V head h // g. Pool the "
-                    "biases the same way.")
-            raise Wrong(f"with {num_kv_heads} key/value head(s), your layer's output differs from the mean-pooled "
-                        f"layer's by up to {(out - expected).abs().max().item():.3g}.", hint=hint)
+                    tr("average, do not pick or add: the K rows of heads 0..g-1 (g = H / H_kv, each D_h rows) become "
+                       "K/V head 0, the next g heads head 1, ...: GQA's query head h reads K/V head h // g. Pool the "
+                       "biases the same way."))
+            raise Wrong(tr("with {num_kv_heads} key/value head(s), your layer's output differs from the mean-pooled "
+                           "layer's by up to {item:.3g}.",
+                           num_kv_heads=num_kv_heads, item=(out - expected).abs().max().item()), hint=hint)
         changes[num_kv_heads] = _relative_change(got, mha, x, pad)
     first = _relative_change(_mean_pooled(mha, 1, pool=lambda w: w[:, 0]), mha, x, pad)
-    return (f"the shipped translator's first self-attention, on 500 held-out sentences: the output changes by "
-            f"{changes[H]:.0%} with {H} key/value heads, {changes[H // 2]:.0%} with {H // 2}, {changes[1]:.0%} with 1 "
-            f"(multi-query); keeping only the first head instead of the mean changes it by {first:.0%} with 1. "
-            "Ainslie et al. then train the pooled model briefly (5 % of the pre-training steps) to win the rest back.")
+    return (tr("the shipped translator's first self-attention, on 500 held-out sentences: the output changes by "
+               "{changes:.0%} with {H} key/value heads, {changes2:.0%} with {value}, {changes3:.0%} with 1 "
+               "(multi-query); keeping only the first head instead of the mean changes it by {first:.0%} with 1. "
+               "Ainslie et al. then train the pooled model briefly (5 % of the pre-training steps) to win the rest "
+               "back.",
+               changes=changes[H], H=H, changes2=changes[H // 2], value=H // 2, changes3=changes[1], first=first))
 
 
 # ---- 15.5: a sliding-window causal mask (Mistral 7B, Jiang et al. 2023) ----------------------------------------------
@@ -237,14 +247,14 @@ def _window_slip(kind):
 
 
 _SLIPS_155 = {
-    "W + 1 keys": "each query keeps W + 1 keys, itself and W before it; the window holds W keys in all: itself and "
-                  "the W − 1 before it (Mistral's W = 4,096 is the number of keys a query sees).",
-    "W - 1 keys": "each query keeps W − 1 keys; the window holds W: itself and the W − 1 keys before it.",
-    "both sides": "your mask lets a query see the keys after it: the window reaches back only, and the future stays "
-                  "blocked, as in tl.causal_mask.",
-    "True = keep": "your mask is True where attention is allowed; in this book, as in nn.MultiheadAttention, True "
-                   "means blocked.",
-    "causal": "that is tl.causal_mask(T): it ignores W. Block also the keys W or more positions back.",
+    "W + 1 keys": N_("each query keeps W + 1 keys, itself and W before it; the window holds W keys in all: itself and "
+                     "the W − 1 before it (Mistral's W = 4,096 is the number of keys a query sees)."),
+    "W - 1 keys": N_("each query keeps W − 1 keys; the window holds W: itself and the W − 1 keys before it."),
+    "both sides": N_("your mask lets a query see the keys after it: the window reaches back only, and the future stays "
+                     "blocked, as in tl.causal_mask."),
+    "True = keep": N_("your mask is True where attention is allowed; in this book, as in nn.MultiheadAttention, True "
+                      "means blocked."),
+    "causal": N_("that is tl.causal_mask(T): it ignores W. Block also the keys W or more positions back."),
 }
 
 
@@ -264,27 +274,29 @@ def exercise_15_5(my_sliding_window_mask):
         mask = call(my_sliding_window_mask, T, W, name=name)
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-            raise Wrong(f"{name} should be a bool tensor, got {got}.",
-                        hint="True where a query may not attend, as tl.causal_mask(T) returns.")
+            raise Wrong(tr("{name} should be a bool tensor, got {got}.", name=name, got=got),
+                        hint=tr("True where a query may not attend, as tl.causal_mask(T) returns."))
         if tuple(mask.shape) != (T, T):
-            raise Wrong(f"{name} should have shape {(T, T)}, got {tuple(mask.shape)}.")
+            raise Wrong(tr("{name} should have shape {value}, got {mask_shape}.",
+                           name=name, value=(T, T), mask_shape=tuple(mask.shape)))
         mask = mask.detach().cpu()
         if torch.equal(mask, modern.sliding_window_mask(T, W)):
             last = mask
             continue
         for kind, hint in _SLIPS_155.items():
             if torch.equal(mask, _window_slip(kind)(T, W)):
-                raise Wrong(f"{name} is not the sliding window.", hint)
+                raise Wrong(tr("{name} is not the sliding window.", name=name), tr(hint))
         i, j = (mask != modern.sliding_window_mask(T, W)).nonzero()[0].tolist()
-        hint = "query i keeps keys i − W + 1 … i, itself and the W − 1 before it; every other entry is True."
+        hint = tr("query i keeps keys i − W + 1 … i, itself and the W − 1 before it; every other entry is True.")
         if mask[i, j]:
-            raise Wrong(f"{name} blocks query {i} from key {j}, which the window keeps.", hint)
-        raise Wrong(f"{name} lets query {i} see key {j}, which the window blocks.", hint)
+            raise Wrong(tr("{name} blocks query {i} from key {j}, which the window keeps.", name=name, i=i, j=j), hint)
+        raise Wrong(tr("{name} lets query {i} see key {j}, which the window blocks.", name=name, i=i, j=j), hint)
     field = _receptive_field(last, 3)   # the last case, T = 64 and W = 8
     T, W, L = 32_768, 4096, 32   # Mistral 7B: a window of 4,096 keys, 32 layers
     kept, causal = W * (W + 1) // 2 + (T - W) * W, T * (T + 1) // 2   # query t keeps min(t + 1, W) keys
-    return (f"your mask is the sliding window for six sizes, and tl.causal_mask(T) when W ≥ T. Through 3 layers "
-            f"with W = 8, the last position draws on {field} positions, 3 × (W − 1) + 1: each layer reaches W − 1 "
-            f"further back. At T = 32,768, Mistral 7B's W = 4,096 keeps {kept:,} of the causal mask's {causal:,} "
-            f"scores ({kept / causal:.0%}), its KV cache holds only the last 4,096 keys, and its 32 layers reach "
-            f"back {L * (W - 1) + 1:,} positions.")
+    return (tr("your mask is the sliding window for six sizes, and tl.causal_mask(T) when W ≥ T. Through 3 layers "
+               "with W = 8, the last position draws on {field} positions, 3 × (W − 1) + 1: each layer reaches W − 1 "
+               "further back. At T = 32,768, Mistral 7B's W = 4,096 keeps {kept:,} of the causal mask's {causal:,} "
+               "scores ({value:.0%}), its KV cache holds only the last 4,096 keys, and its 32 layers reach "
+               "back {value2:,} positions.",
+               field=field, kept=kept, causal=causal, value=kept / causal, value2=L * (W - 1) + 1))

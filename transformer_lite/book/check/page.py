@@ -22,7 +22,7 @@ import itertools
 import json
 import math
 
-from ..i18n import N_, tr, translate_message
+from ..i18n import N_, tr
 
 __all__ = ["enabled", "predict_html", "reveal_html", "exercise_html", "exercise_key_html", "texts", "JS_TEXTS"]
 
@@ -60,12 +60,6 @@ def _json_attr(value) -> str:
     return html.escape(json.dumps(value, ensure_ascii=False), quote=True)
 
 
-def _message(template: str) -> str:
-    """A check's English message with ``{fields}`` left in place, in the package's language: the catalog's template
-    for it, its values (the fields) kept as they are, for the page to fill in."""
-    return translate_message(template)
-
-
 def texts() -> str:
     """The page's texts as a JSON script, written with the prediction's field (every chapter asks for one) and read
     by tl-check.js for every field and button of the page."""
@@ -76,11 +70,8 @@ def texts() -> str:
         "Hint: {hint}": tr("Hint: {hint}"),
         # check.reveal's own messages, as templates ({guess}, {measured}: filled in by the page)
         "you predicted {guess}; the cell measured {measured}.":
-            # i18n: data (check.reveal's message, with fields for the page)
-            _message("you predicted {guess}; the cell measured {measured}."),
-        "the text after this cell explains the difference.":
-            # i18n: data (check.reveal's hint)
-            _message("the text after this cell explains the difference."),
+            tr("you predicted {guess}; the cell measured {measured}."),
+        "the text after this cell explains the difference.": tr("the text after this cell explains the difference."),
     })
     data = json.dumps(table, ensure_ascii=False).replace("<", "\\u003c")
     return f'<script type="application/json" class="tl-check-text">{data}</script>'  # i18n: data (HTML)
@@ -92,13 +83,13 @@ def predict_html(prediction) -> str:
 
     n = next(_ids)
     field_id = f"tl-predict-{prediction.number}-{n}".replace(".", "-")
-    label = html.escape(tr("Your prediction"))
+    label, choose, record = html.escape(tr("Your prediction")), html.escape(tr("choose")), html.escape(tr("Record"))
     if prediction.kind == "choice":
         # i18n: data (HTML)
         options = "".join(f'<option value="{html.escape(c)}">{html.escape(_show(c))}</option>'
                           for c in prediction.choices)
         # i18n: data (HTML)
-        field = (f'<select id="{field_id}" class="tl-ask-field"><option value="">{html.escape(tr("choose"))}</option>'
+        field = (f'<select id="{field_id}" class="tl-ask-field"><option value="">{choose}</option>'
                  f'{options}</select>')
     else:
         # i18n: data (HTML)
@@ -107,10 +98,10 @@ def predict_html(prediction) -> str:
     # i18n: data (HTML)
     return (f'<div class="tl-ask tl-ask-predict" hidden data-tl-number="{html.escape(prediction.number)}" '
             f'data-tl-rule="{_json_attr(prediction.page())}" '
-            f'data-tl-ask="{_json_attr(translate_message(prediction.ask()))}" '
-            f'data-tl-said="{_json_attr(translate_message(prediction.rule()))}">'
+            f'data-tl-ask="{_json_attr(prediction.ask())}" '
+            f'data-tl-said="{_json_attr(prediction.rule())}">'
             f'<label for="{field_id}">{label} {html.escape(prediction.number)}</label> {field} '
-            f'<button type="button" class="tl-ask-go">{html.escape(tr("Record"))}</button></div>{texts()}')
+            f'<button type="button" class="tl-ask-go">{record}</button></div>{texts()}')
 
 
 def reveal_html(prediction, measured) -> str:
@@ -125,11 +116,10 @@ def reveal_html(prediction, measured) -> str:
         raise TypeError(f"measured should be a finite number or a str for prediction {prediction.number}, "
                         f"got {measured!r}")
     data = dict(prediction.page(), measured=value, shown=_show(measured))
+    button = html.escape(tr("Reveal what the build measured"))
     # i18n: data (HTML)
     return (f'<div class="tl-ask tl-ask-reveal" hidden data-tl-number="{html.escape(prediction.number)}" '
-            f'data-tl-measured="{_json_attr(data)}">'
-            f'<button type="button" class="tl-ask-go">{html.escape(tr("Reveal what the build measured"))}</button>'
-            '</div>')
+            f'data-tl-measured="{_json_attr(data)}"><button type="button" class="tl-ask-go">{button}</button></div>')
 
 
 def exercise_html(number: str, answers: list[str]) -> str:
@@ -141,7 +131,7 @@ def exercise_html(number: str, answers: list[str]) -> str:
 
 def exercise_key_html(number: str, message: str, answers: list[dict]) -> str:
     """What the solution's check compared each answer with (no visible text): the page checks the same way."""
-    data = {"message": translate_message(message), "answers": answers}
+    data = {"message": message, "answers": answers}
     return (f'<div class="tl-exercise-key" hidden data-tl-exercise="{html.escape(number)}" '  # i18n: data (HTML)
             f'data-tl-key="{_json_attr(data)}"></div>')
 
@@ -194,10 +184,8 @@ def exact_rule(name: str, answer) -> dict | None:
     else:
         return None
     return {"kind": "exact", "expected": expected, "as": shown,
-            # i18n: data (a check's message, with a field for the page)
-            "wrong": _message(f"{name} = {{value}} is not right."), "hint": None,
-            # i18n: data (a check's message, with a field for the page)
-            "not_number": _message(f"{name} should be a number, got {{type}}.")}
+            "wrong": tr("{name} = {value} is not right.", name=name, value="{value}"), "hint": None,
+            "not_number": tr("{name} should be a number, got {answer_type}.", name=name, answer_type="{type}")}
 
 
 def _probe_hint(function, answers: tuple, i: int, rule: dict) -> str | None:
@@ -223,7 +211,7 @@ def _probe_hint(function, answers: tuple, i: int, rule: dict) -> str | None:
         with torch.random.fork_rng():
             function(*probe)
     except Wrong as e:
-        return _hint(e.hint)
+        return e.hint
     except Exception:  # noqa: BLE001 - a check that cannot take the probe: no hint, the verdict stays the same
         return None
     finally:
@@ -234,31 +222,24 @@ def _probe_hint(function, answers: tuple, i: int, rule: dict) -> str | None:
 
 def number_rule(name: str, expected: float, rel: float, abs_: float, hint: str | None) -> dict:
     return {"kind": "number", "expected": float(expected), "rel": float(rel), "abs": float(abs_),
-            # i18n: data (a check's message, with a field for the page)
-            "wrong": _message(f"{name} = {{value}} is not right."), "hint": _hint(hint),
-            # i18n: data (a check's message, with a field for the page)
-            "not_number": _message(f"{name} should be a number, got {{type}}.")}
+            "wrong": tr("{name} = {value} is not right.", name=name, value="{value}"), "hint": hint,
+            "not_number": tr("{name} should be a number, got {answer_type}.", name=name, answer_type="{type}")}
 
 
 def close_rule(name: str, expected, atol: float, rtol: float, hint: str | None) -> dict:
     shape = tuple(expected.shape)
     return {"kind": "tensor", "expected": expected.double().flatten().tolist(), "shape": list(shape),
             "atol": float(atol), "rtol": float(rtol),
-            # i18n: data (a check's message, with a field for the page)
-            "wrong": _message(f"{name} is not right: the largest difference from the expected values is {{diff}}."),
-            # i18n: data (a check's message, with a field for the page)
-            "bad_shape": _message(f"{name} should have shape {shape}, got {{shape}}."),
-            # i18n: data (a check's message, with a field for the page)
-            "not_tensor": _message(f"{name} should be a tensor, got {{type}}."), "hint": _hint(hint)}
+            "wrong": tr("{name} is not right: the largest difference from the expected values is {diff}.",
+                        name=name, diff="{diff}"),
+            "bad_shape": tr("{name} should have shape {shape}, got {answer_shape}.", name=name, shape=shape,
+                            answer_shape="{shape}"),
+            "not_tensor": tr("{name} should be a tensor, got {answer_type}.", name=name, answer_type="{type}"),
+            "hint": hint}
 
 
 def choice_rule(name: str, choices) -> dict:
     return {"kind": "choice", "choices": list(choices),
-            # i18n: data (a check's message, with a field for the page)
-            "not_choice": _message(f"{name} should be one of {', '.join(map(repr, choices))}, got {{got}}."),
-            # i18n: data (a check's message, with a field for the page)
-            "wrong": _message(f"{name} = {{value}} is not right."), "hint": None}
-
-
-def _hint(hint: str | None) -> str | None:
-    return translate_message(hint) if hint else None
+            "not_choice": tr("{name} should be one of {choices}, got {answer}.", name=name,
+                             choices=", ".join(map(repr, choices)), answer="{got}"),
+            "wrong": tr("{name} = {value} is not right.", name=name, value="{value}"), "hint": None}

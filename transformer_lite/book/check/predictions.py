@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..i18n import tr
 from . import Wrong
 
 __all__ = ["Prediction", "PREDICTIONS", "prediction"]
@@ -59,25 +60,28 @@ class Prediction:
     def ask(self) -> str:
         """What to write, and when it counts as right (the predict cell's output before a guess)."""
         if self.kind == "choice":
-            return (f"Write one of {', '.join(map(repr, self.choices))}: "
-                    "it counts as right when it is what the cell measures.")
+            return (tr("Write one of {choices}: "
+                       "it counts as right when it is what the cell measures.",
+                       choices=', '.join(map(repr, self.choices))))
         if self.kind == "count":
             if not self.abs:
-                return "Write a whole number: it counts as right only when it is exactly what the cell measures."
-            return f"Write a whole number: it counts as right within ±{int(self.abs)} of what the cell measures."
+                return tr("Write a whole number: it counts as right only when it is exactly what the cell measures.")
+            return tr("Write a whole number: it counts as right within ±{abs} of what the cell measures.",
+                      abs=int(self.abs))
         if self.abs is not None:
-            return f"Write a number: it counts as right within ±{self.abs:g} of what the cell measures."
-        return f"Write a number: it counts as right within {self.rel * 100:g} % of what the cell measures."
+            return tr("Write a number: it counts as right within ±{abs:g} of what the cell measures.", abs=self.abs)
+        return tr("Write a number: it counts as right within {value:g} % of what the cell measures.",
+                  value=self.rel * 100)
 
     def rule(self) -> str:
         """When a recorded guess counts as right (the predict cell's output after a guess)."""
         if self.kind == "choice":
-            return "It counts as right when it is what the cell measures."
+            return tr("It counts as right when it is what the cell measures.")
         if self.kind == "count" and not self.abs:
-            return "It counts as right only when it is exactly what the cell measures."
+            return tr("It counts as right only when it is exactly what the cell measures.")
         if self.rel is not None:
-            return f"It counts as right within {self.rel * 100:g} % of what the cell measures."
-        return f"It counts as right within ±{self.abs:g} of what the cell measures."
+            return tr("It counts as right within {value:g} % of what the cell measures.", value=self.rel * 100)
+        return tr("It counts as right within ±{abs:g} of what the cell measures.", abs=self.abs)
 
     # ---- reading a guess, comparing it ---------------------------------------------------------------------
     def read(self, guess):
@@ -86,13 +90,14 @@ class Prediction:
             guess = guess.tolist()
         if self.kind == "choice":
             if not isinstance(guess, str) or guess.strip().lower() not in self.choices:
-                raise Wrong(f"your prediction should be one of {', '.join(map(repr, self.choices))}, got {guess!r}.")
+                raise Wrong(tr("your prediction should be one of {choices}, got {guess!r}.",
+                               choices=', '.join(map(repr, self.choices)), guess=guess))
             return guess.strip().lower()
         if isinstance(guess, bool) or not isinstance(guess, (int, float)) or not math.isfinite(guess):
-            raise Wrong(f"your prediction should be a number, got {guess!r}.")
+            raise Wrong(tr("your prediction should be a number, got {guess!r}.", guess=guess))
         if self.kind == "count":
             if guess != int(guess):
-                raise Wrong(f"your prediction should be a whole number, got {guess!r}.")
+                raise Wrong(tr("your prediction should be a whole number, got {guess!r}.", guess=guess))
             return int(guess)
         return guess
 
