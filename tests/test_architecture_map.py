@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-import i18n as tools_i18n
 from transformer_lite.book import architecture_map, i18n as package_i18n
+from translation.landing_maps import LANDING_MAPS, landing_maps
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,10 +108,10 @@ def test_an_english_label_on_a_chinese_map_fails_the_check(language):
 
 def test_the_landing_pages_maps_are_the_packages_drawing():
     """book/architecture_map.svg and .zh_CN.svg are generated: `python tools/i18n.py notebooks` writes them."""
-    for path, text in tools_i18n.landing_maps().items():
+    for path, text in landing_maps().items():
         assert path.exists() and path.read_text(encoding="utf-8") == text, \
             f"{path.relative_to(ROOT)} is not the package's drawing: run `python tools/i18n.py notebooks`"
-    assert tools_i18n.LANDING_MAPS["zh"].name == "architecture_map.zh_CN.svg"  # Sphinx's "{root}.{language}{ext}"
+    assert LANDING_MAPS["zh"].name == "architecture_map.zh_CN.svg"  # Sphinx's "{root}.{language}{ext}"
 
 
 HREF = re.compile(r'href="([^"]+)"')

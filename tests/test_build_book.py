@@ -367,9 +367,9 @@ def _search_index(folder: Path, terms: dict, titleterms: dict | None = None) -> 
 
 def test_the_build_fails_a_chinese_search_index_without_chinese_words(tmp_path):
     """Without jieba Sphinx's Chinese index holds no Chinese word (measured: 0, and 3,984 with it): the build fails."""
-    import i18n
+    from translation.search import search_words
 
-    glossary = {w: 0 for w in i18n.search_words()}
+    glossary = {w: 0 for w in search_words()}
     many = {chr(0x4E00 + i) + chr(0x4E00 + i + 1): 0 for i in range(bb.MIN_CHINESE_TERMS)}
     assert bb.chinese_search_problems(_search_index(tmp_path / "ok", {**many, **glossary}, {"注意力": 0})) == []
     latin_only = bb.chinese_search_problems(_search_index(tmp_path / "latin", {"attent": 0, "layer": 0}))
@@ -383,12 +383,12 @@ def test_the_build_fails_a_chinese_search_index_without_chinese_words(tmp_path):
 def test_the_chinese_edition_needs_jieba(monkeypatch):
     import importlib.util
 
-    import i18n
+    from translation.search import require_jieba
 
-    i18n.require_jieba()  # installed by `make install` (requirements.in)
+    require_jieba()  # installed by `make install` (requirements.in)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jieba" else object())
     with pytest.raises(SystemExit, match="jieba"):
-        i18n.require_jieba()
+        require_jieba()
 
 
 def test_the_glossarys_terms_are_words_of_the_chinese_search(tmp_path):
@@ -396,13 +396,13 @@ def test_the_glossarys_terms_are_words_of_the_chinese_search(tmp_path):
     and still indexes their parts; its own dictionary cuts 位置编码 into 位置 + 编码."""
     import jieba
 
-    import i18n
+    from translation.search import search_dictionary, search_words
 
     tokenizer = jieba.Tokenizer()
     assert "位置编码" not in set(tokenizer.cut_for_search("位置编码的波长"))
-    words = i18n.search_dictionary(tmp_path)
-    assert words == i18n.search_dictionary(tmp_path)
-    assert words.read_text(encoding="utf-8").split() == i18n.search_words()
+    words = search_dictionary(tmp_path)
+    assert words == search_dictionary(tmp_path)
+    assert words.read_text(encoding="utf-8").split() == search_words()
     tokenizer.load_userdict(str(words))
     for text, words in [("位置编码的波长", {"位置编码", "位置", "编码", "波长"}),
                         ("束搜索保留最好的假设", {"束搜索", "搜索"}),

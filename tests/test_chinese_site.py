@@ -24,7 +24,8 @@ import nbformat
 import pytest
 
 import build_book as bb
-import i18n
+from translation.edition import site_notebook, zh_site_notebooks
+from translation.paths import ZH_NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -171,19 +172,19 @@ def test_a_chinese_page_is_the_english_markdown_with_the_chinese_notebooks_execu
                "cells": [_cell("markdown", "# Title", "a"), _cell("code", "x = 1  # one", "b")]}
     out = [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
     executed = {"metadata": {}, "cells": [_cell("markdown", "# 标题", "a"), _cell("code", "x = 1  # 一", "b", out)]}
-    page = i18n.site_notebook(english, executed, "x.ipynb")
+    page = site_notebook(english, executed, "x.ipynb")
     assert [c["source"] for c in page["cells"]] == ["# Title", "x = 1  # 一"]
     assert page["cells"][1]["outputs"] == out and page["metadata"] == english["metadata"]
     assert english["cells"][1]["source"] == "x = 1  # one"  # the English notebook is not changed
 
     with pytest.raises(ValueError, match="x.ipynb: the English notebook has 2 cells and the executed Chinese one 1"):
-        i18n.site_notebook(english, dict(executed, cells=executed["cells"][:1]), "x.ipynb")
+        site_notebook(english, dict(executed, cells=executed["cells"][:1]), "x.ipynb")
     swapped = dict(executed, cells=executed["cells"][::-1])
     with pytest.raises(ValueError, match="cell 0 is a markdown cell with id 'a' in English and a code cell"):
-        i18n.site_notebook(english, swapped, "x.ipynb")
+        site_notebook(english, swapped, "x.ipynb")
     other = dict(executed, cells=[executed["cells"][0], dict(executed["cells"][1], id="c")])
     with pytest.raises(ValueError, match="cell 1 is a code cell with id 'b' in English and a code cell with id 'c'"):
-        i18n.site_notebook(english, other, "x.ipynb")
+        site_notebook(english, other, "x.ipynb")
 
 
 def test_the_chinese_pages_come_from_the_cache_and_are_rewritten_only_when_they_change(tmp_path):
@@ -192,17 +193,17 @@ def test_the_chinese_pages_come_from_the_cache_and_are_rewritten_only_when_they_
     from jupyter_cache.base import CacheBundleIn
 
     name = FILLED[0]
-    zh = nbformat.read(str(i18n.ZH_NOTEBOOKS / f"{name}.ipynb"), as_version=4)
+    zh = nbformat.read(str(ZH_NOTEBOOKS / f"{name}.ipynb"), as_version=4)
     with pytest.raises(KeyError, match=f"notebooks/zh/{name}.ipynb has no execution in"):
-        i18n.zh_site_notebooks(tmp_path / "cache", tmp_path / "pages", names=[name])
+        zh_site_notebooks(tmp_path / "cache", tmp_path / "pages", names=[name])
     executed = nbformat.from_dict(json.loads(nbformat.writes(zh)))
     for i, cell in enumerate(executed.cells):
         if cell.cell_type == "code":
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"cell {i}\n")]
     cache = get_cache(str(tmp_path / "cache"))
-    cache.cache_notebook_bundle(CacheBundleIn(executed, str(i18n.ZH_NOTEBOOKS / f"{name}.ipynb")),
+    cache.cache_notebook_bundle(CacheBundleIn(executed, str(ZH_NOTEBOOKS / f"{name}.ipynb")),
                                 check_validity=False)
-    pages = i18n.zh_site_notebooks(tmp_path / "cache", tmp_path / "pages", names=[name])
+    pages = zh_site_notebooks(tmp_path / "cache", tmp_path / "pages", names=[name])
     assert list(pages) == [f"notebooks/{name}"]
     page = json.loads(pages[f"notebooks/{name}"].read_text(encoding="utf-8"))
     english = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
@@ -213,7 +214,7 @@ def test_the_chinese_pages_come_from_the_cache_and_are_rewritten_only_when_they_
             assert "".join(cell["source"]) == z.source and "".join(cell["outputs"][0]["text"]) == f"cell {i}\n"
     mtime = pages[f"notebooks/{name}"].stat().st_mtime_ns
     os.utime(pages[f"notebooks/{name}"], ns=(mtime - 10**9, mtime - 10**9))
-    i18n.zh_site_notebooks(tmp_path / "cache", tmp_path / "pages", names=[name])
+    zh_site_notebooks(tmp_path / "cache", tmp_path / "pages", names=[name])
     assert pages[f"notebooks/{name}"].stat().st_mtime_ns == mtime - 10**9  # unchanged: not rewritten
 
 
@@ -414,11 +415,11 @@ def test_an_unchanged_rebuild_executes_nothing(tmp_path):
     _need_site()
     from jupyter_cache import get_cache
 
-    for cache_dir, folder in ((bb.CACHE, ROOT / "notebooks"), (bb.CACHE_ZH, i18n.ZH_NOTEBOOKS)):
+    for cache_dir, folder in ((bb.CACHE, ROOT / "notebooks"), (bb.CACHE_ZH, ZH_NOTEBOOKS)):
         cache = get_cache(str(cache_dir))
         for path in sorted(folder.glob("*.ipynb")):
             cache.match_cache_notebook(nbformat.read(str(path), as_version=4))  # KeyError: it would run again
-    again = i18n.zh_site_notebooks(bb.CACHE_ZH, tmp_path)
+    again = zh_site_notebooks(bb.CACHE_ZH, tmp_path)
     assert len(again) == len(_chapters())
     for doc, path in again.items():
         assert (bb.ZH_PAGES / path.name).read_bytes() == path.read_bytes(), doc

@@ -14,7 +14,51 @@ from pathlib import Path
 import polib
 import pytest
 
-import i18n
+from translation import checks
+from translation.anchors import (
+    anchor_ids,
+    cross_chapter_links,
+    heading_anchors,
+    heading_cells,
+    heading_slugs,
+    link_targets,
+)
+from translation.code_cells import (
+    _offsets,
+    _python_source,
+    code_catalog_path,
+    code_check,
+    code_message_problems,
+    code_messages,
+    code_style_problems,
+    code_translated,
+    code_translations,
+    code_update,
+    display_width,
+    figure_literals,
+)
+from translation.messages import message_problems
+from translation.notebooks import CODE_PROMPTS, chinese_notebooks, chinese_toggles, translate_markdown
+from translation.paths import TERMINOLOGY, ZH_NOTEBOOKS
+from translation.search import search_words
+from translation.sphinx_catalogs import extract, pages
+from translation.style import (
+    RULE_NAMES,
+    exercise_instructions,
+    figure_number_problems,
+    fix_catalogs,
+    fix_style,
+    report_only,
+    style_problems,
+    unit_problems,
+)
+from translation.terminology import (
+    first_use_problems,
+    forbidden_problems,
+    glossary_terms,
+    load_rules,
+    terminology_problems,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,11 +71,11 @@ pytestmark = pytest.mark.xdist_group("i18n")
 
 @pytest.fixture(scope="module")
 def pot(tmp_path_factory):
-    return i18n.extract(tmp_path_factory.mktemp("gettext"))
+    return extract(tmp_path_factory.mktemp("gettext"))
 
 
 def test_every_english_message_has_a_chinese_translation(pot):
-    problems = i18n.check(pot)
+    problems = checks.check(pot)
     assert not problems, f"{len(problems)} message(s) to translate or fix (python tools/i18n.py update, then " \
                          f"edit locales/zh_CN/LC_MESSAGES/):\n" + "\n".join(problems[:40])
 
@@ -39,7 +83,7 @@ def test_every_english_message_has_a_chinese_translation(pot):
 def test_the_extraction_covers_every_page_of_the_book(pot):
     from build_book import toc_entries
 
-    assert set(i18n.pages(pot)) >= set(toc_entries(ROOT / "_toc.yml"))
+    assert set(pages(pot)) >= set(toc_entries(ROOT / "_toc.yml"))
 
 
 def test_a_changed_or_untranslated_paragraph_is_reported_with_its_page(tmp_path):
@@ -55,7 +99,7 @@ def test_a_changed_or_untranslated_paragraph_is_reported_with_its_page(tmp_path)
     po.append(polib.POEntry(msgid="Changed since.", msgstr="改了。", flags=["fuzzy"]))
     po.append(polib.POEntry(msgid="Never translated.", msgstr=""))
     po.save(str(cat_dir / "notebooks" / "x.po"))
-    problems = i18n.check(pot_dir, catalogs=cat_dir)
+    problems = checks.check(pot_dir, catalogs=cat_dir)
     assert len(problems) == 3 and all(p.startswith("notebooks/x: ") for p in problems)
     assert any("missing" in p and "A new paragraph" in p for p in problems)
     assert any("fuzzy" in p and "Changed since" in p for p in problems)
@@ -71,19 +115,19 @@ def test_a_changed_or_untranslated_paragraph_is_reported_with_its_page(tmp_path)
     ("Three English words here.", "", "untranslated"),
 ])
 def test_a_malformed_translation_is_caught(msgid, msgstr, problem):
-    assert any(problem in p for p in i18n.message_problems(msgid, msgstr))
+    assert any(problem in p for p in message_problems(msgid, msgstr))
 
 
 def test_a_well_formed_translation_passes():
-    assert i18n.message_problems("**Misconception.** Call `f(x)` with $x$ ([ch. 3](03.ipynb)).",
+    assert message_problems("**Misconception.** Call `f(x)` with $x$ ([ch. 3](03.ipynb)).",
                                  "**常见误解**。用 $x$ 调用 `f(x)`（[第 3 章](03.ipynb)）。") == []
-    assert i18n.message_problems("\n\\mathrm{out} = x\n", "\n\\mathrm{out} = x\n") == []  # a formula is its own
+    assert message_problems("\n\\mathrm{out} = x\n", "\n\\mathrm{out} = x\n") == []  # a formula is its own
 
 
 def test_the_glossarys_chinese_terms_are_used_wherever_the_english_ones_are():
-    problems = i18n.terminology_problems()
+    problems = terminology_problems()
     assert not problems, f"{len(problems)} message(s) not in the glossary's terms (fix the Chinese, or list an " \
-                         f"alias or an exception with its reason in {i18n.TERMINOLOGY.relative_to(ROOT)}):\n" + \
+                         f"alias or an exception with its reason in {TERMINOLOGY.relative_to(ROOT)}):\n" + \
                          "\n".join(problems[:30])
 
 
@@ -98,9 +142,9 @@ def test_a_message_without_the_glossarys_term_is_caught(tmp_path):
     po.save(str(cat / "x.po"))
     rules = tmp_path / "rules.yml"
     rules.write_text("aliases: {}\nexceptions: []\n", encoding="utf-8")
-    problems = i18n.terminology_problems(tmp_path / "cat", rules)
+    problems = terminology_problems(tmp_path / "cat", rules)
     assert len(problems) == 1 and "'beam search' should be 束搜索" in problems[0] and "柱搜索" in problems[0]
-    assert "beam search" in {t for t, _, _ in i18n.glossary_terms()}
+    assert "beam search" in {t for t, _, _ in glossary_terms()}
 
 
 # -- locales/zh_CN/STYLE.md: punctuation, units, forbidden terms -------------------------------------------------
@@ -126,10 +170,10 @@ NO_RULES: dict = {"exceptions": []}
     ("exercise title", "**练习 A.2 - 手写 patchify**。", "**练习 A.2：手写 patchify**。"),
 ])
 def test_a_style_rule_catches_a_bad_example_and_passes_a_good_one(rule, bad, good):
-    found = i18n.style_problems("notebooks/x", "English.", bad, NO_RULES)
+    found = style_problems("notebooks/x", "English.", bad, NO_RULES)
     assert any(p.startswith(rule + ":") for p in found), found
     assert "write" in found[0] and "found" in found[0]  # what to write instead, and where
-    assert i18n.style_problems("notebooks/x", "English.", good, NO_RULES) == []
+    assert style_problems("notebooks/x", "English.", good, NO_RULES) == []
 
 
 def test_the_exercise_instructions_have_one_wording():
@@ -137,62 +181,62 @@ def test_the_exercise_instructions_have_one_wording():
               "and a worked solution folded under \"Show solution\". The checks use the shipped model."
     good = "每道练习有三部分：一个供你作答的单元格（把其中的 `...` 换成你的答案），一行作答后运行的检查，" \
            "以及一份折叠在“显示答案”下的完整解答。检查使用随包发布的模型。"
-    assert i18n.style_problems("notebooks/x", english, good, NO_RULES) == []
+    assert style_problems("notebooks/x", english, good, NO_RULES) == []
     bad = "每道练习都有一个供你作答的单元格（替换其中的 `...`）、一行检查代码，以及折叠起来的详细解答。"
-    found = i18n.style_problems("notebooks/x", english, bad, NO_RULES)
+    found = style_problems("notebooks/x", english, bad, NO_RULES)
     assert len(found) == 1 and found[0].startswith("exercise instructions:") and "write" in found[0]
     plain = "Each exercise has a cell for your answer, a one-line check, and a solution, folded away."
-    assert i18n.style_problems("notebooks/x", plain, good, NO_RULES)  # no `...` in the English: no parenthesis
-    assert i18n.style_problems("notebooks/x", plain, i18n.exercise_instructions(plain), NO_RULES) == []
+    assert style_problems("notebooks/x", plain, good, NO_RULES)  # no `...` in the English: no parenthesis
+    assert style_problems("notebooks/x", plain, exercise_instructions(plain), NO_RULES) == []
 
 
 def test_a_formulas_english_words_are_caught_and_its_labels_pass():
     english = "\nx_1 = \\mathrm{MultiHead}(y, y, y;\\ \\text{causal mask}),\\ d_\\text{model} = 512\n"
-    found = i18n.style_problems("notebooks/x", english, english, NO_RULES)
+    found = style_problems("notebooks/x", english, english, NO_RULES)
     assert len(found) == 1 and found[0].startswith("formula text:") and "causal mask" in found[0]
     chinese = english.replace("causal mask", "因果掩码")
-    assert i18n.style_problems("notebooks/x", english, chinese, NO_RULES) == []
+    assert style_problems("notebooks/x", english, chinese, NO_RULES) == []
     label = "\nP(\\text{next} = w \\mid \\text{source})\n"  # one-word labels stay: not reported
-    assert i18n.style_problems("notebooks/x", label, label, NO_RULES) == []
+    assert style_problems("notebooks/x", label, label, NO_RULES) == []
 
 
 def test_an_inline_formulas_english_words_are_caught_and_may_differ_from_the_english():
     english = "The noise shrinks like $1/\\sqrt{\\text{batch size}}$ with $\\mu_{\\text{batch}}$."
     english_left = "噪声按 $1/\\sqrt{\\text{batch size}}$ 缩小，$\\mu_{\\text{batch}}$ 不变。"
-    found = i18n.style_problems("notebooks/x", english, english_left, NO_RULES)
+    found = style_problems("notebooks/x", english, english_left, NO_RULES)
     assert len(found) == 1 and found[0].startswith("formula text:") and "batch size" in found[0]
     chinese = english_left.replace("batch size", "批大小")
-    assert i18n.style_problems("notebooks/x", english, chinese, NO_RULES) == []
-    assert i18n.message_problems(english, chinese) == []  # \text{…} words may differ, the symbols may not
+    assert style_problems("notebooks/x", english, chinese, NO_RULES) == []
+    assert message_problems(english, chinese) == []  # \text{…} words may differ, the symbols may not
     wrong_symbol = chinese.replace("\\sqrt", "\\log")
-    assert any(p.startswith("math differ") for p in i18n.message_problems(english, wrong_symbol))
+    assert any(p.startswith("math differ") for p in message_problems(english, wrong_symbol))
 
 
 def test_the_style_rules_skip_code_math_link_targets_and_formulas():
     text = ('调用 `f(a, b)` 或 `"s"`：$p(x, y) = 15 \\%$，见[第 3 章](03_x.ipynb#a,b)和 <a href="x">链接</a>，'
             "https://example.org/a,b 也是。")
-    assert i18n.style_problems("notebooks/x", "Call f.", text, NO_RULES) == []
-    assert i18n.style_problems("notebooks/x", "\n\\text{a} , b\n", "\n\\text{遮蔽} ， b\n", NO_RULES) == []
+    assert style_problems("notebooks/x", "Call f.", text, NO_RULES) == []
+    assert style_problems("notebooks/x", "\n\\text{a} , b\n", "\n\\text{遮蔽} ， b\n", NO_RULES) == []
 
 
 def test_a_style_rule_is_excused_only_for_the_listed_message():
     rules = {"exceptions": [{"page": "notebooks/x", "rule": "ASCII quotes", "english": "Write the string",
                              "why": "the quotes are part of the Python string the reader types"}]}
     bad = '写下 "yes"。'
-    assert i18n.style_problems("notebooks/x", "Write the string \"yes\".", bad, rules) == []
-    assert i18n.style_problems("notebooks/y", "Write the string \"yes\".", bad, rules)
-    assert i18n.style_problems("notebooks/x", "Another message.", bad, rules)
+    assert style_problems("notebooks/x", "Write the string \"yes\".", bad, rules) == []
+    assert style_problems("notebooks/y", "Write the string \"yes\".", bad, rules)
+    assert style_problems("notebooks/x", "Another message.", bad, rules)
 
 
 def test_a_page_that_mixes_unit_styles_is_reported():
     mixed = [("BERT-base has 110M parameters.", "BERT-base 有 110M 个参数。"),
              ("GPT-2 has 124 million.", "GPT-2 有 1.24 亿个参数。")]
-    found = i18n.unit_problems("notebooks/14_x", mixed, NO_RULES)
+    found = unit_problems("notebooks/14_x", mixed, NO_RULES)
     assert len(found) == 1 and "110M" in found[0] and "1.24 亿" in found[0] and "亿/万" in found[0]
     same = [("BERT-base has 110M parameters.", "BERT-base 有 1.1 亿个参数。"), mixed[1],
             ("Llama 2 7B and Qwen2.5-0.5B.", "Llama 2 7B 和 Qwen2.5-0.5B 的参数量。")]  # model names keep their size
-    assert i18n.unit_problems("notebooks/14_x", same, NO_RULES) == []
-    assert i18n.unit_problems("notebooks/14_x", [mixed[0]], NO_RULES) == []  # one style alone is consistent
+    assert unit_problems("notebooks/14_x", same, NO_RULES) == []
+    assert unit_problems("notebooks/14_x", [mixed[0]], NO_RULES) == []  # one style alone is consistent
 
 
 
@@ -203,26 +247,26 @@ def test_a_page_that_mixes_unit_styles_is_reported():
     ("dash", "在“指令—答案”对上微调。", "在“指令——答案”对上微调。"),
 ])
 def test_a_lone_ellipsis_or_dash_is_enforced_or_reported_as_report_only_says(rule, bad, good):
-    found = i18n.style_problems("transformer_lite", "English.", bad, NO_RULES)  # the package's catalog: enforced
+    found = style_problems("transformer_lite", "English.", bad, NO_RULES)  # the package's catalog: enforced
     assert any(p.startswith(rule + ":") for p in found) and "write" in found[0], found
-    assert i18n.style_problems("transformer_lite", "English.", good, NO_RULES) == []
-    on_chapter = i18n.style_problems("notebooks/x", "English.", bad, NO_RULES)
-    reported = i18n.style_problems("notebooks/x", "English.", bad, NO_RULES, report=True)
-    if i18n.report_only(rule, "notebooks/x"):  # reported while the chapters are corrected, not failing
+    assert style_problems("transformer_lite", "English.", good, NO_RULES) == []
+    on_chapter = style_problems("notebooks/x", "English.", bad, NO_RULES)
+    reported = style_problems("notebooks/x", "English.", bad, NO_RULES, report=True)
+    if report_only(rule, "notebooks/x"):  # reported while the chapters are corrected, not failing
         assert not any(p.startswith(rule) for p in on_chapter) and any(p.startswith(rule + ":") for p in reported)
     else:
         assert any(p.startswith(rule + ":") for p in on_chapter) and reported == []
-    assert i18n.style_problems("notebooks/x", "1, 2, ..., 5", "依次为 1, 2, …, 5。", NO_RULES, report=True) == []
+    assert style_problems("notebooks/x", "1, 2, ..., 5", "依次为 1, 2, …, 5。", NO_RULES, report=True) == []
 
 
 def test_a_chinese_figure_strings_thousands_separator_and_latin_units_are_caught():
-    assert i18n.figure_number_problems("(b) 词元数，{n:,} 个参数")
-    assert i18n.figure_number_problems("(a) 规模，每次约 {t / 1e3:.0f}k 个词元")
-    assert i18n.figure_number_problems("基础模型的 {total / 1e6:.1f} M 个参数")
-    assert i18n.figure_number_problems("(b) 词元数，{n} 个参数") == []
-    assert i18n.figure_number_problems("(a) 规模，每次约 {t / 1e4:.0f} 万个词元") == []
-    assert i18n.figure_number_problems("Llama 2 7B 的 KV 缓存，{d[0]:.2f} GiB，{x:.0%}") == []
-    assert i18n.figure_number_problems("(b) tokens, {n:,} parameters") == []  # the English keeps its own style
+    assert figure_number_problems("(b) 词元数，{n:,} 个参数")
+    assert figure_number_problems("(a) 规模，每次约 {t / 1e3:.0f}k 个词元")
+    assert figure_number_problems("基础模型的 {total / 1e6:.1f} M 个参数")
+    assert figure_number_problems("(b) 词元数，{n} 个参数") == []
+    assert figure_number_problems("(a) 规模，每次约 {t / 1e4:.0f} 万个词元") == []
+    assert figure_number_problems("Llama 2 7B 的 KV 缓存，{d[0]:.2f} GiB，{x:.0%}") == []
+    assert figure_number_problems("(b) tokens, {n:,} parameters") == []  # the English keeps its own style
 
 
 def test_a_term_a_chapter_introduces_without_its_english_is_reported():
@@ -230,12 +274,12 @@ def test_a_term_a_chapter_introduces_without_its_english_is_reported():
                 ("**Label smoothing** softens the target.", "**标签平滑**使目标变软。"),
                 ("A **near miss** is almost right.", "**近似正确**的译文几乎是对的。"),
                 ("It is **very good**.", "它**非常好**。")]  # emphasis, not a term
-    found = i18n.first_use_problems("notebooks/10_training", messages, NO_RULES)  # the glossary's chapter for it
+    found = first_use_problems("notebooks/10_training", messages, NO_RULES)  # the glossary's chapter for it
     assert len(found) == 2 and "'label smoothing'" in found[0] and "'near miss'" in found[1], found
     glossed = [(m, z.replace("使", "（label smoothing）使").replace("**近似正确**", "**近似正确**（near miss）"))
                for m, z in messages]
-    assert i18n.first_use_problems("notebooks/10_training", glossed, NO_RULES) == []
-    assert i18n.first_use_problems("notebooks/03_self_attention", messages[:2], NO_RULES) == []  # taught elsewhere
+    assert first_use_problems("notebooks/10_training", glossed, NO_RULES) == []
+    assert first_use_problems("notebooks/03_self_attention", messages[:2], NO_RULES) == []  # taught elsewhere
 
 FORBIDDEN = {"forbidden": [
     {"term": "stack", "never": ["栈"], "use": "堆叠", "unless_english": ["data structure"]},
@@ -254,26 +298,26 @@ FORBIDDEN = {"forbidden": [
     ("The package ships it.", "随代码包发布。", "随 `transformer_lite` 包发布。"),
 ])
 def test_a_forbidden_term_is_caught_and_the_styles_term_passes(english, bad, good):
-    found = i18n.forbidden_problems("notebooks/y", english, bad, FORBIDDEN)
+    found = forbidden_problems("notebooks/y", english, bad, FORBIDDEN)
     assert len(found) == 1 and "never" in found[0] and bad[:60] in found[0]
-    assert i18n.forbidden_problems("notebooks/y", english, good, FORBIDDEN) == []
+    assert forbidden_problems("notebooks/y", english, good, FORBIDDEN) == []
 
 
 def test_a_forbidden_form_is_allowed_where_the_english_or_an_exception_says_so():
-    assert i18n.forbidden_problems("notebooks/y", "A stack, the data structure.", "栈这种数据结构。", FORBIDDEN) == []
-    assert i18n.forbidden_problems("notebooks/y", "It basically includes.", "它基本包括两部分，笔记本包含代码。",
+    assert forbidden_problems("notebooks/y", "A stack, the data structure.", "栈这种数据结构。", FORBIDDEN) == []
+    assert forbidden_problems("notebooks/y", "It basically includes.", "它基本包括两部分，笔记本包含代码。",
                                    FORBIDDEN) == []
-    assert i18n.forbidden_problems("notebooks/x", "Occlusion in images.", "图像中的遮挡。", FORBIDDEN) == []
-    assert i18n.forbidden_problems("notebooks/y", "Occlusion in images.", "图像中的遮挡。", FORBIDDEN)
+    assert forbidden_problems("notebooks/x", "Occlusion in images.", "图像中的遮挡。", FORBIDDEN) == []
+    assert forbidden_problems("notebooks/y", "Occlusion in images.", "图像中的遮挡。", FORBIDDEN)
 
 
 def test_the_terminology_file_forbids_the_styles_rejected_forms():
-    rules = i18n.load_rules()
+    rules = load_rules()
     never = {r["term"]: set(r["never"]) for r in rules["forbidden"]}
     assert never["stack"] == {"栈"} and never["mask (the verb)"] >= {"屏蔽", "遮挡", "掩蔽"}
     assert never["package"] >= {"软件包", "代码包", "本包"}
     assert all(x.get("why") and ("term" in x or "rule" in x) for x in rules["exceptions"])
-    assert {x["rule"] for x in rules["exceptions"] if "rule" in x} <= set(i18n.RULE_NAMES)
+    assert {x["rule"] for x in rules["exceptions"] if "rule" in x} <= set(RULE_NAMES)
 
 
 def test_check_reports_style_problems_with_page_and_paragraph(tmp_path):
@@ -289,7 +333,7 @@ def test_check_reports_style_problems_with_page_and_paragraph(tmp_path):
     po.save(str(cat_dir / "notebooks" / "x.po"))
     rules = tmp_path / "rules.yml"
     rules.write_text("exceptions: []\n", encoding="utf-8")
-    problems = i18n.check(pot_dir, catalogs=cat_dir, rules=rules)
+    problems = checks.check(pot_dir, catalogs=cat_dir, rules=rules)
     assert len(problems) == 2 and all(p.startswith("notebooks/x: ") for p in problems)
     assert any("percent" in p and "15%" in p and "BERT masks" in p for p in problems)
     assert any("units" in p and "110M" in p for p in problems)
@@ -316,21 +360,21 @@ def test_check_reports_style_problems_with_page_and_paragraph(tmp_path):
      "以及一份折叠在“显示答案”下的完整解答。检查知道答案。"),
 ])
 def test_fix_style_makes_the_mechanical_fixes(english, before, after):
-    assert i18n.style_problems("notebooks/x", english, before, NO_RULES)
-    assert i18n.fix_style(english, before) == after
-    assert i18n.style_problems("notebooks/x", english, after, NO_RULES) == []
-    assert i18n.message_problems(english, after) == []
-    assert i18n.fix_style(english, after) == after  # nothing left to fix
+    assert style_problems("notebooks/x", english, before, NO_RULES)
+    assert fix_style(english, before) == after
+    assert style_problems("notebooks/x", english, after, NO_RULES) == []
+    assert message_problems(english, after) == []
+    assert fix_style(english, after) == after  # nothing left to fix
 
 
 def test_fix_style_leaves_what_needs_a_translator():
-    assert i18n.fix_style("Shapes.", "形状(B, S)，掩码屏蔽了它。") == "形状(B, S)，掩码屏蔽了它。"
+    assert fix_style("Shapes.", "形状(B, S)，掩码屏蔽了它。") == "形状(B, S)，掩码屏蔽了它。"
     code = '写下 `"vit"`、`f(a, b)`、$15 %$，见[第 3 章](03.ipynb#a "b")。'
-    assert i18n.fix_style("Write `\"vit\"`, `f(a, b)`, $15 %$.", code) == code
+    assert fix_style("Write `\"vit\"`, `f(a, b)`, $15 %$.", code) == code
     # the one wording would drop the English's `None`: the code spans would differ, so that fix is not made
     english = "Each exercise has a cell for your answer (`...` or `None`), a one-line check to run after it."
     before = "每道练习都有一个供你作答的单元格（`...` 或 `None`）和一行检查。"
-    assert i18n.fix_style(english, before) == before
+    assert fix_style(english, before) == before
 
 
 def test_fix_catalogs_rewrites_only_what_it_fixes(tmp_path):
@@ -341,10 +385,10 @@ def test_fix_catalogs_rewrites_only_what_it_fixes(tmp_path):
     po.append(polib.POEntry(msgid="Fine.", msgstr="很好。"))
     po.append(polib.POEntry(msgid="\n\\text{a} = 15 \\%\n", msgstr="\n\\text{甲} = 15 \\%\n"))
     po.save(str(cat / "x.po"))
-    assert i18n.fix_catalogs(tmp_path / "cat") == {"notebooks/x": 1}
+    assert fix_catalogs(tmp_path / "cat") == {"notebooks/x": 1}
     assert [e.msgstr for e in polib.pofile(str(cat / "x.po"))] == ["**常见误解**。是这样。", "很好。",
                                                                     "\n\\text{甲} = 15 \\%\n"]
-    assert i18n.fix_catalogs(tmp_path / "cat") == {}
+    assert fix_catalogs(tmp_path / "cat") == {}
 
 
 def test_translate_markdown_keeps_every_block_in_place():
@@ -355,17 +399,37 @@ def test_translate_markdown_keeps_every_block_in_place():
          "**Misconception.** A quoted claim.": "**常见误解。** 一个引用的说法。", "an item": "一项",
          "another item": "另一项", "a": "甲", "b": "乙", "one": "一", "two": "二",
          "\n\\text{out} = 1\n": "\n\\text{输出} = 1\n", "![a figure](../book/x.svg)": "![一幅图](../book/x.svg)"}
-    text, missing = i18n.translate_markdown(source, t)
+    text, missing = translate_markdown(source, t)
     assert missing == []
     assert text == ("# 标题\n\n跨两行的段落。\n\n> **常见误解。** 一个引用的说法。\n\n"
                     "- 一项\n- 另一项\n\n| 甲 | 乙 |\n|---|---|\n"
                     "| 一 | 二 |\n\n$$\n\\text{输出} = 1\n$$\n\n![一幅图](../../book/x.svg)")
-    assert i18n.translate_markdown("Not in the catalog.", {})[1] == ["Not in the catalog."]
+    assert translate_markdown("Not in the catalog.", {})[1] == ["Not in the catalog."]
+
+
+def test_translate_markdown_fails_loudly_where_a_paragraph_is_not_where_its_token_says():
+    """A paragraph over several lines is replaced from its first line's prefix ("> ", "- ") on: when the parser's
+    first line is not on the line its map names, the prefix cannot be found, and slicing at -1 would keep all but
+    the line's last character before the translation. It raises instead, naming the line."""
+    from types import SimpleNamespace
+
+    class Parser:  # a parser whose paragraph token disagrees with the source (none of MyST's does today)
+        @staticmethod
+        def parse(source):
+            return [SimpleNamespace(type="inline", content="elsewhere\nand on", map=(0, 2))]
+
+    source = "> A paragraph that\n> runs over two lines."
+    with pytest.raises(ValueError, match=r"first line 'elsewhere' is not on line 1 of its cell, '> A paragraph that'"):
+        translate_markdown(source, {"elsewhere and on": "别处"}, Parser())
+    found = SimpleNamespace(type="inline", content="A paragraph that\nruns over two lines.", map=(0, 2))
+    text, missing = translate_markdown(source, {"A paragraph that runs over two lines.": "跨两行的段落。"},
+                                       SimpleNamespace(parse=lambda source: [found]))
+    assert (text, missing) == ("> 跨两行的段落。", [])
 
 
 def test_the_chinese_notebooks_are_generated_and_up_to_date():
-    expected = i18n.chinese_notebooks()
-    on_disk = {p: p.read_text(encoding="utf-8") for p in sorted(i18n.ZH_NOTEBOOKS.glob("*.ipynb"))}
+    expected = chinese_notebooks()
+    on_disk = {p: p.read_text(encoding="utf-8") for p in sorted(ZH_NOTEBOOKS.glob("*.ipynb"))}
     assert set(on_disk) == set(expected), "run `python tools/i18n.py notebooks`"
     stale = [p.name for p in expected if on_disk[p] != expected[p]]
     assert not stale, f"stale Chinese notebooks: {stale}; run `python tools/i18n.py notebooks` and commit them"
@@ -377,9 +441,9 @@ def _code_tokens(source: str) -> list[tuple[int, str]]:
     import io
     import tokenize
 
-    python = i18n._python_source(source)
-    starts = i18n._offsets(python)
-    figures = [(p.start, p.end) for _, pieces in i18n.figure_literals(source) for p in pieces]
+    python = _python_source(source)
+    starts = _offsets(python)
+    figures = [(p.start, p.end) for _, pieces in figure_literals(source) for p in pieces]
     out = []
     for tok in tokenize.generate_tokens(io.StringIO(python).readline):
         if tok.type in (tokenize.COMMENT, tokenize.NL):
@@ -397,12 +461,12 @@ def _code_tokens(source: str) -> list[tuple[int, str]]:
 
 
 def test_the_chinese_notebooks_run_the_same_code():
-    """The same code and cell metadata as the English notebook, but for the folds' titles (i18n.chinese_toggles),
-    the comments, the strings a figure shows (i18n.code_translated) and the set-up's `language="zh"`."""
-    for zh in sorted(i18n.ZH_NOTEBOOKS.glob("*.ipynb")):
+    """The same code and cell metadata as the English notebook, but for the folds' titles (chinese_toggles),
+    the comments, the strings a figure shows (code_translated) and the set-up's `language="zh"`."""
+    for zh in sorted(ZH_NOTEBOOKS.glob("*.ipynb")):
         en = json.loads((ROOT / "notebooks" / zh.name).read_text(encoding="utf-8"))
         cn = json.loads(zh.read_text(encoding="utf-8"))
-        en_code = ["".join(i18n.chinese_toggles(c)["source"]) for c in en["cells"] if c["cell_type"] == "code"]
+        en_code = ["".join(chinese_toggles(c)["source"]) for c in en["cells"] if c["cell_type"] == "code"]
         cn_code = ["".join(c["source"]) for c in cn["cells"] if c["cell_type"] == "code"]
         assert len(en_code) == len(cn_code), zh.name
         for n, (a, b) in enumerate(zip(en_code, cn_code)):
@@ -444,7 +508,7 @@ device = setup(seed=0)
 
 
 def test_code_messages_are_prose_comments_and_the_strings_a_figure_shows():
-    found = [(m["context"], m["msgid"]) for m in i18n.code_messages(CELL)]
+    found = [(m["context"], m["msgid"]) for m in code_messages(CELL)]
     assert found == [("comment", "Set-up: the first line"), ("comment", "a trailing comment here"),
                      ("comment", "A sentence cut over two lines of comments."),
                      ("figure", "Loss at step {step:>3}\\nlr = {lr}"), ("figure", "the loss"), ("figure", "no loss"),
@@ -457,7 +521,7 @@ def test_code_translated_changes_only_comments_figure_strings_and_the_language()
          ("comment", "A sentence cut over two lines of comments."): "一个被拆成两行注释的句子。",
          ("figure", "Loss at step {step:>3}\\nlr = {lr}"): "第 {step:>3} 步的损失\\n学习率 = {lr}",
          ("figure", "the loss"): "损失", ("figure", "Curves for {mode}"): "{mode} 的曲线"}
-    out, missing = i18n.code_translated(CELL, t)
+    out, missing = code_translated(CELL, t)
     assert missing == [("figure", "no loss"), ("figure", "one line"), ("figure", "{n} words"), ("figure", "none")]
     assert out == CELL.replace("Set-up: the first line", "设置：第一行").replace(
         "a trailing comment here", "行尾注释").replace(
@@ -471,11 +535,11 @@ def test_code_translated_changes_only_comments_figure_strings_and_the_language()
 
 def test_a_long_comment_block_is_wrapped_to_its_width():
     block = "    # " + "word " * 30 + "end\n    # of it\nx = 1\n"
-    msgid = i18n.code_messages(block)[0]["msgid"]
-    out, _ = i18n.code_translated(block, {("comment", msgid): "一" * 80 + "，`a_b` 结束。"}, language=False)
+    msgid = code_messages(block)[0]["msgid"]
+    out, _ = code_translated(block, {("comment", msgid): "一" * 80 + "，`a_b` 结束。"}, language=False)
     lines = out.split("\n")
     assert all(line.startswith("    # ") for line in lines[:-2]) and lines[-2:] == ["x = 1", ""]
-    assert all(i18n.display_width(line) <= 160 for line in lines) and len(lines) >= 3
+    assert all(display_width(line) <= 160 for line in lines) and len(lines) >= 3
     assert "".join(line[6:] for line in lines[:-2]) == "一" * 80 + "，`a_b` 结束。"
 
 
@@ -490,14 +554,14 @@ def test_a_long_comment_block_is_wrapped_to_its_width():
     ("comment", "two\nlines", "两\n行", "line break"),
 ])
 def test_a_malformed_code_translation_is_caught(context, msgid, msgstr, problem):
-    assert any(problem in p for p in i18n.code_message_problems(context, msgid, msgstr))
+    assert any(problem in p for p in code_message_problems(context, msgid, msgstr))
 
 
 def test_a_well_formed_code_translation_passes():
-    assert i18n.code_message_problems("figure", "'{token}' at position {p:>2}, $x_t$",
+    assert code_message_problems("figure", "'{token}' at position {p:>2}, $x_t$",
                                       "“{token}”在位置 {p:>2}，$x_t$") == []
-    assert i18n.code_message_problems("comment", "call `f(x)` here", "在这里调用 `f(x)`") == []
-    assert "fuzzy" in i18n.code_message_problems("comment", "call it", "调用它", fuzzy=True)[0]
+    assert code_message_problems("comment", "call `f(x)` here", "在这里调用 `f(x)`") == []
+    assert "fuzzy" in code_message_problems("comment", "call it", "调用它", fuzzy=True)[0]
 
 
 def test_code_update_keeps_translations_marks_changed_ones_fuzzy_and_drops_stale_ones(tmp_path):
@@ -514,7 +578,7 @@ def test_code_update_keeps_translations_marks_changed_ones_fuzzy_and_drops_stale
         po.append(polib.POEntry(msgctxt=ctx, msgid=msgid, msgstr=msgstr))
     (tmp_path / "notebooks").mkdir()
     po.save(str(tmp_path / "notebooks" / "07_x.po"))
-    i18n.code_update([path], catalogs=tmp_path)
+    code_update([path], catalogs=tmp_path)
     entries = {(e.msgctxt, e.msgid): e for e in polib.pofile(str(tmp_path / "notebooks" / "07_x.po"))}
     assert set(entries) == {("comment", "the first comment here"), ("comment", "a brand new remark"),
                             ("figure", "position in the sentence")}
@@ -523,20 +587,20 @@ def test_code_update_keeps_translations_marks_changed_ones_fuzzy_and_drops_stale
     changed = entries["figure", "position in the sentence"]
     assert changed.msgstr == "句中位置" and "fuzzy" in changed.flags
     assert changed.previous_msgid == "position in a sentence"
-    problems = i18n.code_check([path], catalogs=tmp_path)
+    problems = code_check([path], catalogs=tmp_path)
     assert len(problems) == 2 and all(p.startswith("code/07_x [") for p in problems)
     assert any("untranslated" in p and "brand new" in p for p in problems)
     assert any("fuzzy" in p and "position in the sentence" in p for p in problems)
-    assert i18n.code_translated("".join(nb["cells"][0]["source"]), i18n.code_translations(path, tmp_path))[0] == \
+    assert code_translated("".join(nb["cells"][0]["source"]), code_translations(path, tmp_path))[0] == \
         "x = 1  # 这里的第一条注释\ny = 2  # a brand new remark\nax.set_xlabel(\"position in the sentence\")\n"
     po = polib.pofile(str(tmp_path / "notebooks" / "07_x.po"))
     po.find("a brand new remark", msgctxt="comment").msgstr = '一条新的。 "注释"(软件包)'
     po.save()
-    styled = [p for p in i18n.code_check([path], catalogs=tmp_path) if "brand new" in p]
+    styled = [p for p in code_check([path], catalogs=tmp_path) if "brand new" in p]
     assert any("ASCII quotes" in p for p in styled) and any("space after" in p for p in styled) \
         and any("软件包" in p for p in styled), styled
     # code notation keeps its ASCII: a literal quoted as in the English, a tuple's commas and parentheses
-    assert i18n.code_style_problems("code/x", 'answer "a", "b" or "c"; (layer, head) -> x',
+    assert code_style_problems("code/x", 'answer "a", "b" or "c"; (layer, head) -> x',
                                     '答案为 "a"、"b" 或 "c"；(层, 头) -> x', {}) == []
 
 
@@ -544,9 +608,9 @@ def test_code_update_keeps_translations_marks_changed_ones_fuzzy_and_drops_stale
     pytest.param(p, id=p.stem)
     for p in sorted((ROOT / "notebooks").glob("*.ipynb"))])
 def test_every_comment_and_figure_string_has_a_chinese_translation(notebook):
-    problems = i18n.code_check([notebook])
+    problems = code_check([notebook])
     assert not problems, (f"{len(problems)} code message(s) to translate or fix (python tools/i18n.py update, "
-                          f"then edit {i18n.code_catalog_path(notebook).relative_to(ROOT)}):\n"
+                          f"then edit {code_catalog_path(notebook).relative_to(ROOT)}):\n"
                           + "\n".join(problems[:40]))
 
 
@@ -556,10 +620,10 @@ def _solutions(nb: dict) -> list[dict]:
 
 def test_the_chinese_notebooks_solutions_fold_under_chinese_toggles():
     """Every solution of notebooks/zh/ reads 显示答案 / 隐藏答案 on its toggle (myst-nb's mystnb.code_prompt_show/hide,
-    as the prose says) and 答案 as its Colab title; the strings come from one table, i18n.CODE_PROMPTS."""
-    assert (i18n.CODE_PROMPTS["Show solution"], i18n.CODE_PROMPTS["Hide solution"]) == ("显示答案", "隐藏答案")
+    as the prose says) and 答案 as its Colab title; the strings come from one table, CODE_PROMPTS."""
+    assert (CODE_PROMPTS["Show solution"], CODE_PROMPTS["Hide solution"]) == ("显示答案", "隐藏答案")
     found, bad = 0, []
-    for zh in sorted(i18n.ZH_NOTEBOOKS.glob("*.ipynb")):
+    for zh in sorted(ZH_NOTEBOOKS.glob("*.ipynb")):
         nb = json.loads(zh.read_text(encoding="utf-8"))
         english = _solutions(json.loads((ROOT / "notebooks" / zh.name).read_text(encoding="utf-8")))
         solutions = _solutions(nb)
@@ -581,17 +645,17 @@ def test_chinese_toggles_change_only_the_folds_titles():
     cell = {"cell_type": "code", "source": ["#@title Solution\n", "x = 1  # Show solution\n"], "outputs": [],
             "metadata": {"tags": ["hide-cell", "solution"], "cellView": "form",
                          "mystnb": {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}}}
-    assert i18n.chinese_toggles(cell) == {
+    assert chinese_toggles(cell) == {
         "cell_type": "code", "source": ["#@title 答案\n", "x = 1  # Show solution\n"], "outputs": [],
         "metadata": {"tags": ["hide-cell", "solution"], "cellView": "form",
                      "mystnb": {"code_prompt_show": "显示答案", "code_prompt_hide": "隐藏答案"}}}
     plain = {"cell_type": "code", "source": "print(1)", "metadata": {}, "outputs": []}
-    assert i18n.chinese_toggles(json.loads(json.dumps(plain))) == plain
+    assert chinese_toggles(json.loads(json.dumps(plain))) == plain
 
 
 def test_the_glossarys_terms_are_words_for_the_chinese_search():
     """jieba alone cuts 位置编码 into 位置 + 编码: the glossary's terms go into its dictionary (html_search_options)."""
-    words = i18n.search_words()
+    words = search_words()
     assert {"位置编码", "束搜索", "教师强制", "标签平滑", "残差连接", "多头注意力"} <= set(words)
     assert all(re.fullmatch(r"[\u3400-\u9fff]+", w) for w in words) and len(words) == len(set(words)) > 80
 
@@ -600,15 +664,15 @@ def test_the_glossarys_terms_are_words_for_the_chinese_search():
 def test_every_section_link_has_its_anchor_and_no_anchor_is_stale(folder):
     """A link [..](#slug) or [..](NN_x.ipynb#slug) names the English heading's MyST slug, which JupyterLab does not
     know (it names a heading by its text): the line `<div id="slug"></div>` right before the heading, in both
-    editions, is what it finds (i18n.heading_anchors, written by `tools/i18n.py anchors`), with the percent-encoded
+    editions, is what it finds (heading_anchors, written by `tools/i18n.py anchors`), with the percent-encoded
     id beside it when that differs. Each heading a link targets has exactly one such line, and no line names a
     section no link targets (a renamed heading or a dropped link leaves none behind)."""
-    targets = i18n.link_targets()
+    targets = link_targets()
     assert sum(len(f) for f in targets.values()) >= 60
     for path in sorted((ROOT / folder).glob("*.ipynb")):
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         english = json.loads((ROOT / "notebooks" / path.name).read_text(encoding="utf-8"))["cells"]
-        slugs = {s for cell in i18n.heading_slugs(english) for s in cell}
+        slugs = {s for cell in heading_slugs(english) for s in cell}
         text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
         fragments = targets.get(path.name, set())
         anchored = re.findall(r'^((?:<div id="[^"]+"></div>)+)\n\n#{1,3} ', text, re.M)
@@ -618,7 +682,7 @@ def test_every_section_link_has_its_anchor_and_no_anchor_is_stale(folder):
         ids = [re.findall(r'id="([^"]+)"', line) for line in anchored]
         for fragment in fragments:
             assert fragment in slugs, f"{path.name}#{fragment}: no English heading has this slug"
-            assert [i18n.anchor_ids(fragment)] == [i for i in ids if i[0] == fragment], \
+            assert [anchor_ids(fragment)] == [i for i in ids if i[0] == fragment], \
                 f"{folder}/{path.name}: the heading {fragment!r} is not anchored once"
         stale = {i[0] for i in ids} - fragments
         assert not stale and {i[0] for i in ids} == fragments, f"{folder}/{path.name}: stale anchors {stale}"
@@ -626,17 +690,17 @@ def test_every_section_link_has_its_anchor_and_no_anchor_is_stale(folder):
 
 def test_the_chinese_notebooks_name_another_chapters_section_by_its_cell():
     """[..](07_masking.ipynb#slug) becomes [..](07_masking.ipynb#cell-id=<the heading's cell>) in notebooks/zh/: the
-    same heading (JupyterLab finds that cell in the notebook's model, i18n.cross_chapter_links)."""
-    cells = i18n.heading_cells()
+    same heading (JupyterLab finds that cell in the notebook's model, cross_chapter_links)."""
+    cells = heading_cells()
     found = 0
-    for zh in sorted(i18n.ZH_NOTEBOOKS.glob("*.ipynb")):
+    for zh in sorted(ZH_NOTEBOOKS.glob("*.ipynb")):
         text = "\n".join("".join(c["source"]) for c in json.loads(zh.read_text(encoding="utf-8"))["cells"])
         assert not re.search(r"\]\([\w.-]+\.ipynb#(?!cell-id=)", text), f"{zh.name}: a section link by slug"
         for target, cell_id in re.findall(r"\]\(([\w.-]+\.ipynb)#cell-id=([^)\s]+)\)", text):
             assert cell_id in cells[target].values(), f"{zh.name}: {target} has no heading cell {cell_id}"
             found += 1
     assert found >= 25
-    assert i18n.cross_chapter_links("[a](07_masking.ipynb#the-future-does-not-leak-into-the-past) [b](x.ipynb#y)",
+    assert cross_chapter_links("[a](07_masking.ipynb#the-future-does-not-leak-into-the-past) [b](x.ipynb#y)",
                                     cells) == f"[a](07_masking.ipynb#cell-id=" \
         f"{cells['07_masking.ipynb']['the-future-does-not-leak-into-the-past']}) [b](x.ipynb#y)"
 
@@ -646,13 +710,13 @@ def test_heading_slugs_follow_myst():
                                                    "#### Too deep\n"]},
              {"cell_type": "code", "source": ["# a comment\n"]},
              {"cell_type": "markdown", "source": ["## The math\n"]}]
-    assert i18n.heading_slugs(cells) == [["the-d_k-scale", "the-math", None], [], ["the-math-1"]]
-    text = i18n.heading_anchors("# The title\n\n## The math\ntext", ["the-title", "the-math"], {"the-math"})
+    assert heading_slugs(cells) == [["the-d_k-scale", "the-math", None], [], ["the-math-1"]]
+    text = heading_anchors("# The title\n\n## The math\ntext", ["the-title", "the-math"], {"the-math"})
     assert text == '# The title\n\n<div id="the-math"></div>\n\n## The math\ntext'
-    assert i18n.heading_anchors(text, ["the-title", "the-math"], {"the-math"}) == text  # written once
-    assert i18n.heading_anchors(text, ["the-title", "the-math"], set()) == "# The title\n\n## The math\ntext"
+    assert heading_anchors(text, ["the-title", "the-math"], {"the-math"}) == text  # written once
+    assert heading_anchors(text, ["the-title", "the-math"], set()) == "# The title\n\n## The math\ntext"
     # a link's fragment reaches JupyterLab percent-encoded: a slug with "ε" is named both ways
-    assert i18n.heading_anchors("## LayerNorm, ε", ["ε-inside"], {"ε-inside"}) == \
+    assert heading_anchors("## LayerNorm, ε", ["ε-inside"], {"ε-inside"}) == \
         '<div id="ε-inside"></div><div id="%CE%B5-inside"></div>\n\n## LayerNorm, ε'
     with pytest.raises(ValueError, match="2 headings in the cell, 1 slugs"):
-        i18n.heading_anchors("## a\n## b", ["a"], {"a"})
+        heading_anchors("## a\n## b", ["a"], {"a"})

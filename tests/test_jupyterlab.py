@@ -481,9 +481,9 @@ def test_deep_dives_open_collapsed(lab, browser, edition):
 
 def _heading_cells() -> dict:
 
-    import i18n
+    from translation.anchors import heading_cells
 
-    return i18n.heading_cells()
+    return heading_cells()
 
 
 def _in_view(page: Page, fragment: str) -> dict:
@@ -520,8 +520,8 @@ def test_section_links_land_on_their_heading(lab, browser, edition):
     slug (what the site's sections are called). JupyterLab looks a fragment up as an element's data-jupyter-id (its
     sanitizer's name for an `id`); both editions put <div id="english-slug"></div> right before each linked heading
     (`tools/i18n.py anchors`); notebooks/zh/ name another chapter's section by its cell (#cell-id=...,
-    i18n.cross_chapter_links), notebooks/ by its slug (the site needs it), which JupyterLab looks up in the rendered
-    cells."""
+    translation.anchors.cross_chapter_links), notebooks/ by its slug (the site needs it), which JupyterLab looks up in
+    the rendered cells."""
     page = Page(browser, lab, f"{edition}appendix_c_pitfalls.ipynb")
     try:
         p = page.page
@@ -537,7 +537,7 @@ def test_section_links_land_on_their_heading(lab, browser, edition):
         assert ("缺失的转置" if edition else "The missing transpose") in where["heading"], where
         # a link to a section of chapter 7: JupyterLab opens the chapter in a new tab, scrolled to the heading
         target = "three-conventions-one-attention"
-        # notebooks/zh/ name the section's cell (i18n.cross_chapter_links), notebooks/ its English slug
+        # notebooks/zh/ name the section's cell (translation.anchors.cross_chapter_links), notebooks/ its English slug
         fragment = f"cell-id={_heading_cells()['07_masking.ipynb'][target]}" if edition else target
         link = f'{NB} a[href*="07_masking.ipynb"][href$="#{fragment}"]'
         current_tab = "() => [...document.querySelectorAll('.lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel')]" \

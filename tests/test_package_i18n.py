@@ -1,9 +1,9 @@
 """The package's language switch (transformer_lite/book/i18n.py) and its one catalog (locale/zh_CN.po).
 
 * ``set_language`` / ``$TRANSFORMER_LITE_LANGUAGE`` / ``setup(language=...)`` accept "en" and "zh" only;
-* every message a reader sees is wrapped in ``tr``/``N_`` where it is written (tools/package_i18n.py unwrapped);
+* every message a reader sees is wrapped in ``tr``/``N_`` where it is written (package_catalog.unwrapped);
 * the catalog holds every wrapped message, as Babel extracts them, none stale, every one translated (no fuzzy),
-  with the same {fields} (tools/package_i18n.py; ``tools/i18n.py package`` fixes the list);
+  with the same {fields} (package_catalog.problems; ``tools/i18n.py package`` fixes the list);
 * in Chinese, every registered wrong answer of every exercise, every skeleton, every message of a check (filled
   with data), predict/reveal give Chinese with no English sentence left; in English they read as before;
 * the figures' default labels, the controls, the translator box (its HTML and the texts its script writes) follow
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-import package_i18n
 from transformer_lite.book import check, i18n
 from transformer_lite.book.i18n import set_language, tr
+from translation import package_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -125,13 +125,13 @@ def test_tr_translates_formats_and_falls_back_to_english():
 # ---- the catalog -----------------------------------------------------------------------------------------------
 
 def test_the_catalog_has_every_message_translated_and_nothing_stale():
-    assert package_i18n.problems() == []
+    assert package_catalog.problems() == []
 
 
 def test_the_catalog_reader_reads_what_polib_reads():
     import polib
 
-    po = polib.pofile(str(package_i18n.CATALOG), wrapwidth=0)
+    po = polib.pofile(str(package_catalog.CATALOG), wrapwidth=0)
     assert i18n.catalog() == {e.msgid: e.msgstr for e in po if e.msgstr and "fuzzy" not in e.flags}
     assert len(i18n.catalog()) > 450
 
@@ -150,20 +150,20 @@ def test_the_catalog_follows_the_books_punctuation_rules():
     """STYLE.md's rules (tools/i18n.py style_problems), as for the book's catalogs: no ASCII quotes around words in
     Chinese (a Python string the reader types is written as its repr, 'batch'), no space after full-width
     punctuation, no ASCII punctuation between Chinese characters."""
-    import i18n as book_i18n  # tools/i18n.py
+    from translation.style import style_problems
 
-    problems = {msgid: book_i18n.style_problems("transformer_lite", msgid, msgstr, rules={})
+    problems = {msgid: style_problems("transformer_lite", msgid, msgstr, rules={})
                 for msgid, msgstr in i18n.catalog().items()}
     assert {m: p for m, p in problems.items() if p} == {}
 
 
 def test_fields_are_found_and_kept():
-    assert package_i18n.fields("{name} should be a number, got {answer_type}.") == ["answer_type", "name"]
-    assert package_i18n.fields("h_{{t-1}} and {name}, {v!r}, {diff:.3g}") == ["diff", "name", "v"]
+    assert package_catalog.fields("{name} should be a number, got {answer_type}.") == ["answer_type", "name"]
+    assert package_catalog.fields("h_{{t-1}} and {name}, {v!r}, {diff:.3g}") == ["diff", "name", "v"]
 
 
 def test_babel_extracts_what_tr_and_n_wrap():
-    found = package_i18n.messages()
+    found = package_catalog.messages()
     assert "{name} should be a number, got {answer_type}." in found  # tr("...", name=..., answer_type=...)
     assert "the suspect" in found and "Grammar translator (chapter 13)" in found  # tr() in a check, N_() constant
     assert any(w.startswith("transformer_lite/book/check/__init__.py:") for w in found["your function"])
@@ -172,7 +172,7 @@ def test_babel_extracts_what_tr_and_n_wrap():
 
 
 def test_every_message_a_reader_sees_is_wrapped():
-    assert package_i18n.unwrapped() == []
+    assert package_catalog.unwrapped() == []
 
 
 def test_the_unwrapped_check_finds_what_it_must(tmp_path):
@@ -192,7 +192,7 @@ def test_the_unwrapped_check_finds_what_it_must(tmp_path):
         'def broken(x):\n'
         '    return tr(f"{x} is an f-string in tr"), N_(x), f"<b>{tr(\'hidden from Babel\')}</b>"\n',
         encoding="utf-8")
-    found = [line.split(": ", 1)[1] for line in package_i18n.unwrapped([module])]
+    found = [line.split(": ", 1)[1] for line in package_catalog.unwrapped([module])]
     assert sorted(found) == sorted(["'{} is not right at all.'",
                                     "tr() of f'{x} is an f-string in tr', not of a plain literal",
                                     "N_() of x, not of a plain literal",
@@ -202,9 +202,9 @@ def test_the_unwrapped_check_finds_what_it_must(tmp_path):
 
 def test_every_wrapped_message_has_its_chinese():
     catalog = i18n.catalog()
-    for message, where in package_i18n.messages().items():
-        assert message in catalog, f"{message!r} ({where[0]}) has no entry in {package_i18n.CATALOG.name}"
-        words = package_i18n.FIELD.sub("", message)
+    for message, where in package_catalog.messages().items():
+        assert message in catalog, f"{message!r} ({where[0]}) has no entry in {package_catalog.CATALOG.name}"
+        words = package_catalog.FIELD.sub("", message)
         assert HAN.search(catalog[message]) or not re.search("[A-Za-z]", words), (message, catalog[message])
 
 
@@ -250,7 +250,7 @@ def test_every_wrong_answer_and_skeleton_reads_in_chinese(number, ex, monkeypatc
 
 def _filled(template: str, value):
     """The template with every field set to ``value``, as tr() fills it (a template without fields stays as it is)."""
-    names = package_i18n.fields(template)
+    names = package_catalog.fields(template)
     return template.format(**dict.fromkeys(names, value)) if names else template
 
 
@@ -259,7 +259,7 @@ def test_every_message_of_the_checks_reads_in_chinese_when_filled_with_data():
     Chinese, the data unchanged."""
     set_language("zh")
     catalog = i18n.catalog()
-    po = package_i18n.CATALOG.read_text(encoding="utf-8")
+    po = package_catalog.CATALOG.read_text(encoding="utf-8")
     messages = {e["msgid"] for e in i18n.parse_po(po)  # where each is written: its "#:" comments
                 if any(c.startswith("#:") and "transformer_lite/book/check/" in c for c in e["comments"])}
     assert len(messages) > 450
@@ -270,10 +270,10 @@ def test_every_message_of_the_checks_reads_in_chinese_when_filled_with_data():
             except (ValueError, TypeError):
                 continue
             break
-        chinese = tr(msgid, **dict.fromkeys(package_i18n.fields(msgid), value))
+        chinese = tr(msgid, **dict.fromkeys(package_catalog.fields(msgid), value))
         assert chinese != english, f"not translated: {english!r}"
         assert chinese == _filled(catalog[msgid], value), (msgid, chinese)
-        if package_i18n.FIELD.sub("", msgid).strip(" {}"):
+        if package_catalog.FIELD.sub("", msgid).strip(" {}"):
             assert_chinese(chinese, msgid)
 
 

@@ -47,11 +47,11 @@ Steps:
    checks' feedback, the figures (and their alt text) and the controls are Chinese. Each chapter page is built from
    the English notebook's markdown (the catalogs translate it: their msgids are the English paragraphs, and the
    anchors stay the English slugs every link uses) with the Chinese notebook's executed code cells in place of the
-   English ones (i18n.zh_site_notebooks; the cells must correspond one to one), nothing executed by Sphinx. Its
-   search index must hold Chinese words (jieba, with the glossary's terms as words), else search finds its pages by
-   their titles alone. Once both editions are built, its ``_static/`` keeps only what differs from the English
-   edition's, which its pages load (``share_static``), and its ``_static/tl/tl-translator.js`` is written: a loader
-   of the English edition's copy (``zh_translator_loader``).
+   English ones (translation.edition.zh_site_notebooks; the cells must correspond one to one), nothing executed by
+   Sphinx. Its search index must hold Chinese words (jieba, with the glossary's terms as words), else search finds
+   its pages by their titles alone. Once both editions are built, its ``_static/`` keeps only what differs from the
+   English edition's, which its pages load (``share_static``), and its ``_static/tl/tl-translator.js`` is written: a
+   loader of the English edition's copy (``zh_translator_loader``).
 """
 from __future__ import annotations
 
@@ -476,19 +476,20 @@ MIN_CHINESE_TERMS = 1000  # measured: 3,984 Chinese words in the Chinese edition
 def chinese_search_problems(zh_dir: Path) -> list[str]:
     """The Chinese edition's search index holds Chinese words (jieba cut the text: tools/i18n.py) and every
     glossary term whole (jieba's dictionary of them), else readers find pages by their titles alone."""
-    import i18n
+    from translation.messages import HAN
+    from translation.search import search_words
 
     path = zh_dir / "searchindex.js"
     if not path.exists():
         return [f"{path} is missing"]
     index = search_index(path)
     words = set(index["terms"]) | set(index["titleterms"])
-    han = [w for w in words if i18n.HAN.search(w)]
+    han = [w for w in words if HAN.search(w)]
     problems = []
     if len(han) < MIN_CHINESE_TERMS:
         problems.append(f"the Chinese search index holds {len(han)} Chinese words (< {MIN_CHINESE_TERMS}): "
                         "was jieba importable in the build? (requirements.in)")
-    missing = [w for w in i18n.search_words() if w not in words]
+    missing = [w for w in search_words() if w not in words]
     if missing:
         problems.append(f"glossary terms not in the Chinese search index as words: {missing[:10]}")
     return problems
@@ -502,9 +503,9 @@ def chinese_notebooks() -> tuple[list[Path], list[str]]:
     """notebooks/zh/ (the chapters with Chinese markdown, comments and figure strings, tools/i18n.py), executed
     into their own execution cache as the English ones are (each in a new empty folder, strict exercises, static
     controls), in Chinese: ``TRANSFORMER_LITE_LANGUAGE=zh`` (ZH_ENV). Returns them and the problems (a missing one)."""
-    import i18n
+    from translation.paths import ZH_NOTEBOOKS
 
-    notebooks = [i18n.ZH_NOTEBOOKS / f"{Path(d).name}.ipynb" for d in toc_entries(ROOT / "_toc.yml")
+    notebooks = [ZH_NOTEBOOKS / f"{Path(d).name}.ipynb" for d in toc_entries(ROOT / "_toc.yml")
                  if d.startswith("notebooks/") and (ROOT / f"{d}.ipynb").exists()]
     missing = [p for p in notebooks if not p.exists()]
     return ([p for p in notebooks if p.exists()],
@@ -514,17 +515,18 @@ def chinese_notebooks() -> tuple[list[Path], list[str]]:
 def chinese_edition(html_dir: Path) -> list[str]:
     """Build the Chinese edition into html_dir/zh: the English book's markdown translated by the catalogs
     (tools/i18n.py), and the chapters' code cells and outputs from the Chinese notebooks' own execution
-    (chinese_notebooks, executed with the English ones by main; i18n.zh_site_notebooks). Returns the problems."""
-    import i18n
+    (chinese_notebooks, executed with the English ones by main; translation.edition.zh_site_notebooks). Returns the
+    problems."""
+    from translation.edition import build_edition, zh_site_notebooks
 
     problems = installed_package_used(Path(ZH_ENV["TRANSFORMER_LITE_IMPORT_LOG"]))
     t0 = time.time()
     try:
-        sources = i18n.zh_site_notebooks(CACHE_ZH, ZH_PAGES)
+        sources = zh_site_notebooks(CACHE_ZH, ZH_PAGES)
     except (KeyError, ValueError) as e:  # a chapter without its Chinese execution, or cells that do not correspond
         return problems + [f"the Chinese edition cannot be built: {e}"]
     log("the Chinese edition (locales/zh_CN) into _build/html/zh/")
-    proc = i18n.build_edition(html_dir / "zh", ROOT / "_build" / ".doctrees-zh", sources, build_env())
+    proc = build_edition(html_dir / "zh", ROOT / "_build" / ".doctrees-zh", sources, build_env())
     sys.stdout.write(proc.stdout[-5000:])
     sys.stderr.write(proc.stderr[-20000:])
     if proc.returncode != 0:

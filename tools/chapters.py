@@ -318,8 +318,7 @@ def main(argv=None) -> int:
                 print(f"wrote the line under the title of {p.resolve().relative_to(ROOT)}")
         i18n = [sys.executable, str(ROOT / "tools" / "i18n.py")]
         subprocess.run(i18n + ["update"], check=True)
-        sys.path.insert(0, str(ROOT / "tools"))
-        from i18n import CATALOGS
+        from translation.paths import CATALOGS
 
         print(f"{chinese_headers(CATALOGS)} Chinese line(s) written into the catalogs")
         subprocess.run(i18n + ["notebooks"], check=True)

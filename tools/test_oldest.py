@@ -78,11 +78,12 @@ NOT_THE_PACKAGE_TESTS = {
     "tests/test_translate.py::test_the_export_is_reused_only_while_its_inputs_are_unchanged":
         "the ONNX export the site serves: onnxscript, onnxruntime",
     "tests/test_package_i18n.py::test_the_catalog_has_every_message_translated_and_nothing_stale":
-        "tools/package_i18n.py's catalog maintenance: polib",
+        "tools/translation/package_catalog.py's catalog maintenance: polib",
     "tests/test_package_i18n.py::test_the_catalog_reader_reads_what_polib_reads": "compares with polib",
-    "tests/test_package_i18n.py::test_babel_extracts_what_tr_and_n_wrap": "tools/package_i18n.py's extraction: Babel",
+    "tests/test_package_i18n.py::test_babel_extracts_what_tr_and_n_wrap":
+        "tools/translation/package_catalog.py's extraction: Babel",
     "tests/test_package_i18n.py::test_every_wrapped_message_has_its_chinese":
-        "tools/package_i18n.py's extraction: Babel",
+        "tools/translation/package_catalog.py's extraction: Babel",
 }
 # The test tools, at the versions the toolchain's requirements give them (pytest is pinned there for
 # pytest-xdist's sake); the first of these files that exists is read

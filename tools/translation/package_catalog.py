@@ -1,4 +1,4 @@
-"""The package's catalog (transformer_lite/book/locale/zh_CN.po): its messages, extracted by Babel from ``tr``/``N_``.
+"""The package's catalog (transformer_lite/book/locale/zh_CN.po): its messages, extracted by Babel from tr/N_.
 
     python tools/i18n.py package          # bring the catalog up to date: new messages added (empty), stale ones
                                           # removed; then list what is untranslated or malformed (exit 1 if any)
@@ -23,7 +23,8 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from .paths import ROOT
+
 PACKAGE = ROOT / "transformer_lite"
 CHECKS = PACKAGE / "book" / "check"
 CATALOG = PACKAGE / "book" / "locale" / "zh_CN.po"
