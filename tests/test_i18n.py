@@ -533,6 +533,47 @@ def test_code_translated_changes_only_comments_figure_strings_and_the_language()
     assert _code_tokens(out) == _code_tokens(CELL)
 
 
+MARKED = """from transformer_lite.book.i18n import N_
+print(N_(f"accuracy on {n} held-out sentences: {acc:.1%}"), "(data)")
+rows = {N_("greedy"): 0.9, "beam": 1.0}
+print(f"{T} steps", N_("printed words marked for the reader"))
+draw(ax, N_("a helper's label"))
+"""
+
+
+def test_a_string_marked_for_display_is_a_message_and_goes_back_token_for_token():
+    """N_("...") marks what a reader sees that no call shape reveals (a print's template, a helper's label, a dict
+    key): it is a message of msgctxt "display"; an unmarked print stays English and data stays as it is."""
+    found = [(m["context"], m["msgid"]) for m in code_messages(MARKED)]
+    assert found == [("display", "accuracy on {n} held-out sentences: {acc:.1%}"), ("display", "greedy"),
+                     ("display", "printed words marked for the reader"), ("display", "a helper's label")]
+    t = {("display", "accuracy on {n} held-out sentences: {acc:.1%}"): "{n} 个留出句子上的准确率：{acc:.1%}",
+         ("display", "greedy"): "贪心", ("display", "a helper's label"): "辅助函数的标签"}
+    out, missing = code_translated(MARKED, t, language=False)
+    assert missing == [("display", "printed words marked for the reader")]
+    assert out == MARKED.replace("accuracy on {n} held-out sentences: {acc:.1%}",
+                                 "{n} 个留出句子上的准确率：{acc:.1%}").replace(
+        'N_("greedy")', 'N_("贪心")').replace("a helper's label", "辅助函数的标签")
+    assert _code_tokens(out) == _code_tokens(MARKED)
+    assert _code_tokens(MARKED) != _code_tokens(MARKED.replace('"beam"', '"束"'))  # data stays data
+    assert code_message_problems("display", "accuracy {acc:.1%}", "准确率 {acc}") != []  # fields kept
+
+
+def test_chapter_0_prints_its_marked_lines_in_chinese():
+    """The marker end to end on chapter 0: each marked string of the English notebook is a message of its code
+    catalog, and notebooks/zh/ prints it in Chinese, while the unmarked prints and the code stay the English."""
+    english = (ROOT / "notebooks" / "00_why_transformers.ipynb").read_text(encoding="utf-8")
+    chinese = (ZH_NOTEBOOKS / "00_why_transformers.ipynb").read_text(encoding="utf-8")
+    cells = [("".join(c["source"]), "".join(z["source"])) for c, z in
+             zip(json.loads(english)["cells"], json.loads(chinese)["cells"]) if c["cell_type"] == "code"]
+    marked = [(m["msgid"], zh) for en, zh in cells for m in code_messages(en) if m["context"] == "display"]
+    assert len(marked) >= 15
+    for msgid, zh in marked:
+        assert msgid not in zh, msgid
+    assert any('print(N_("RNN 中改变了的输出：")' in zh for _, zh in cells)
+    assert any('print(f"{\'T\':>5}"' in zh for _, zh in cells)  # an unmarked print: the English's
+
+
 def test_a_long_comment_block_is_wrapped_to_its_width():
     block = "    # " + "word " * 30 + "end\n    # of it\nx = 1\n"
     msgid = code_messages(block)[0]["msgid"]

@@ -25,8 +25,12 @@ from .terminology import excused, forbidden_problems, load_rules
 #       literal's source text between its quotes (escapes as written; an f-string's `{...}` fields kept; implicitly
 #       concatenated pieces joined); the Chinese must keep the same `{...}` fields, code spans and `$...$` math and make
 #       a valid literal (checked). Strings that are data (tokens, sentences, keys, modes passed to functions, printed
-#       labels) are never messages: a print's words stay English next to its numbers, and the code computes exactly what
-#       the English notebook does.
+#       labels) are never messages, and the code computes exactly what the English notebook does.
+#   msgctxt "display": the string literals the notebook marks as shown to the reader, `N_("...")` or `N_(f"...")`,
+#       N_ being the package's no-op marker (transformer_lite.book.i18n.N_, gettext's gettext_noop: it returns its
+#       argument): printed lines and their templates, a drawing helper's labels, a legend's dictionary keys, control
+#       options, whatever the call shapes above cannot see. It is marked where it is written, not guessed; put back
+#       as a figure string is, `N_` and its fields staying where they are.
 # `tools/i18n.py update` extracts them and merges: a new message untranslated, a changed one fuzzy (the old
 # Chinese of the most similar vanished message of the same context), a vanished one dropped. `notebooks` puts the
 # translations back into notebooks/zh/ token by token (code_translated) and adds `language="zh"` to the set-up
@@ -35,6 +39,8 @@ from .terminology import excused, forbidden_problems, load_rules
 FIGURE_CALLS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "title", "xlabel", "ylabel", "text", "annotate",
                 "legend", "supxlabel", "supylabel", "figtext"}
 FIGURE_KEYWORDS = {"label", "title", "titles", "xlabel", "ylabel", "suptitle", "alt"}
+MARKER = "N_"  # marks a display string in a notebook (msgctxt "display")
+LITERALS = ("figure", "display")  # the contexts whose messages are string literals, put back token for token
 NOT_PROSE_COMMENT = re.compile(r"#[@!]|#\s*(noqa|type:|pragma|fmt:|-\*-)")
 ENGLISH_WORD = re.compile(r"(?<![\w\\])[A-Za-z]{2,}(?![\w])")
 FIELD = re.compile(r"\{\{|\}\}|\{")
@@ -106,7 +112,18 @@ def _string_pieces(source: str, start: int, end: int) -> list[_Piece]:
     return pieces
 
 
+def _marked_nodes(tree) -> list:
+    """The string literals (or f-strings) marked `N_(...)`: the first argument of each call to MARKER."""
+    import ast
+
+    return [node.args[0] for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == MARKER and node.args
+            and (isinstance(node.args[0], ast.JoinedStr) or isinstance(node.args[0], ast.Constant)
+                 and isinstance(node.args[0].value, str))]
+
+
 def _figure_nodes(tree) -> list:
+    """The string literals a figure shows (FIGURE_CALLS, FIGURE_KEYWORDS), then the marked ones (_marked_nodes)."""
     import ast
 
     found = []
@@ -135,12 +152,13 @@ def _figure_nodes(tree) -> list:
         for kw in node.keywords:
             if kw.arg in FIGURE_KEYWORDS:
                 strings(kw.value)
-    return found
+    seen = {id(node) for node in found}
+    return found + [node for node in _marked_nodes(tree) if id(node) not in seen]
 
 
 def figure_literals(source: str, tree=None) -> list[tuple]:
-    """Every string literal a figure shows in one code cell (whatever its words): ``(node, pieces)``, the pieces
-    being the literal's string tokens (_Piece: the span of the text between its quotes)."""
+    """Every string literal a figure shows or the cell marks for display (whatever its words): ``(node, pieces)``,
+    the pieces being the literal's string tokens (_Piece: the span of the text between its quotes)."""
     import ast
 
     python = _python_source(source)
@@ -154,7 +172,7 @@ def figure_literals(source: str, tree=None) -> list[tuple]:
 
 
 def code_messages(source: str) -> list[dict]:
-    """The messages of one code cell, in source order: dicts with ``context`` ("comment"/"figure"), ``msgid``,
+    """The messages of one code cell, in source order: dicts with ``context`` ("comment"/"figure"/"display"), ``msgid``,
     ``line`` (1-based) and what code_translated needs to put a translation back (``spans``: the (start, end)
     character offsets it replaces; for a comment block, ``indent`` and ``width``; for a figure string, its
     pieces)."""
@@ -193,13 +211,15 @@ def code_messages(source: str) -> list[dict]:
                    "prefix": tok.string[:tok.string.index(text)]}
         messages.append(message)
         previous = message if full_line else None
+    marked = {id(node) for node in _marked_nodes(tree)}
     for node, pieces in figure_literals(python, tree):
         msgid = "".join(python[p.start:p.end] for p in pieces)
         if not (ENGLISH_WORD.search(re.sub(r"\$[^$]*\$|\{[^{}]*\}", " ", msgid))):
             continue  # `$x_{t}$`, "", "{name}": nothing a reader reads as words
         if any(p.prefix.lower() in ("b", "rb", "br") for p in pieces):
             continue
-        messages.append({"context": "figure", "msgid": msgid, "line": node.lineno, "pieces": pieces,
+        messages.append({"context": "display" if id(node) in marked else "figure", "msgid": msgid,
+                         "line": node.lineno, "pieces": pieces,
                          "spans": [(p.start, p.end) for p in pieces]})
     return sorted(messages, key=lambda m: m["spans"][0])
 
@@ -267,7 +287,7 @@ def code_translated(source: str, translations: dict, language: bool = True) -> t
         if not msgstr:
             missing.append((m["context"], m["msgid"]))
             continue
-        if m["context"] == "figure":
+        if m["context"] in LITERALS:
             edits += _figure_replacement(m, msgstr, python)
         elif len(m["spans"]) == 1 and not m["full_line"] or len(m["spans"]) == 1 and \
                 display_width(m["prefix"]) + display_width(msgstr) + m["col"] <= max(m["width"], 100):
@@ -316,7 +336,7 @@ def code_template(notebook: Path):
             if key not in seen:
                 code_line = lines[m["line"] - 1].strip()
                 seen[key] = polib.POEntry(msgctxt=m["context"], msgid=m["msgid"], msgstr="",
-                                          comment=code_line[:120] if m["context"] == "figure" else "")
+                                          comment=code_line[:120] if m["context"] in LITERALS else "")
                 pot.append(seen[key])
             seen[key].occurrences.append((f"cell {n}", str(m["line"])))
     return pot
@@ -370,7 +390,7 @@ def code_message_problems(context: str, msgid: str, msgstr: str, fuzzy: bool = F
         a, b = sorted(rx.findall(msgid)), sorted(rx.findall(msgstr))
         if a != b:
             out.append(f"{name} differ from the English: {sorted(set(a) ^ set(b))}")
-    if context == "figure":
+    if context in LITERALS:
         if format_fields(msgid) != format_fields(msgstr):
             out.append(f"{{...}} fields differ from the English: {format_fields(msgid)} vs {format_fields(msgstr)}")
         for quote in ('"', "'"):  # the quotes the English literal can be written in: the Chinese must fit them too
@@ -401,7 +421,7 @@ def code_style_problems(page: str, msgid: str, msgstr: str, rules: dict | None =
     masked = re.sub(r'"[^"\n]*"', lambda m: HOLE if m.group(0) in literals else m.group(0), msgstr)
     out = [p for p in style_problems(page, msgid, masked, rules, report) if not p.startswith("ASCII punctuation:")]
     rules = load_rules() if rules is None else rules
-    if context == "figure" and report_only("figure numbers", page) == report and \
+    if context in LITERALS and report_only("figure numbers", page) == report and \
             not excused(rules, page, msgid, "rule", "figure numbers"):
         out += figure_number_problems(msgstr)
     return out

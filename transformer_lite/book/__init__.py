@@ -13,4 +13,11 @@ the chapters need around it, and it needs matplotlib, ipywidgets, IPython and be
 * :mod:`.translate`: the translator box (type English, see the translation);
 * :mod:`.explain`: ``trace(key, text)``, a shipped translator's every intermediate for one sentence,
   as JSON-ready lists (the source of truth for the explainer).
+
+``N_`` (:mod:`.i18n`, gettext's no-op marker: it returns its argument) is here for the chapters, which mark with it a
+string they show the reader, ``print(N_(f"..."))``: tools/i18n.py takes it into the chapter's code catalog, and the
+Chinese notebook has its translation in its place.
 """
+from .i18n import N_
+
+__all__ = ["N_"]
