@@ -101,7 +101,7 @@ async (pattern) => {
     while (w.nextNode()) {
       const p = w.currentNode.parentElement;
       if (!p || p.closest('pre, code, script, style, mjx-container, .highlight, .cell_output, .output, .math, ' +
-                          '.tl-explore, .tl-translator, .tl-bertviz, figure img, .headerlink')) continue;
+                          '.tl-explore, .tl-translator, .tl-explainer, .tl-bertviz, figure img, .headerlink')) continue;
       const t = w.currentNode.textContent;
       out.han += (t.match(/[\u3400-\u9fff]/g) || []).length;
       out.latin += (t.match(/[A-Za-z]/g) || []).length;

@@ -237,7 +237,7 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
                 p = soup.new_tag("p", attrs={"class": "tl-pdf-note"})
                 p.string = words["live"].format(what=words["bertviz"])
                 el.insert_before(p)
-            for el in article.select(".tl-translator"):
+            for el in article.select(".tl-translator, .tl-explainer"):  # they run in the browser: a note instead
                 p = soup.new_tag("p", attrs={"class": "tl-pdf-note"})
                 p.string = words["box"]
                 el.replace_with(p)

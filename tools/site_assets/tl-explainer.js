@@ -528,7 +528,7 @@
     var frag = document.createDocumentFragment(), k = T.steps[0].length;
     frag.appendChild(para(say(v, "At each step the decoder's output goes through the projection onto the Chinese " +
       "vocabulary and a softmax. These are the {k} most probable next tokens; greedy decoding writes the first.", {k: k})));
-    var list = el("ol", {"class": "tlx-next"});
+    var list = el("ol", {"class": "tlx-candidates"});
     T.steps.forEach(function (cands, t) {
       var li = el("li"), reads = el("span", {"class": "tlx-reads"}, say(v, "reads") + " ");
       reads.appendChild(tokenEl("span", null, T.decoder_input_tokens.slice(0, t + 1).join(" ")));
