@@ -230,7 +230,7 @@ def test_the_laboratory_swaps_separate_the_models(lab):
     assert min(with_pos["pair_accuracy"]["min"], gru["pair_accuracy"]["min"]) >= 0.9
     en, zh, out, en2, zh2, out2 = no_pos["examples"][0]
     assert out == out2 and zh != zh2 and sorted(en.split()) == sorted(en2.split())
-    assert round(no_pos["sentence_accuracy"]["mean"], 2) == 0.41                # "at most half (41 % on average)"
+    assert round(no_pos["sentence_accuracy"]["mean"], 2) == 0.44                # "at most half (44 % on average)"
 
 
 def test_the_laboratory_records_the_recipe_it_trained_with(lab):

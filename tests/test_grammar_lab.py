@@ -24,6 +24,18 @@ def test_swap_pairs_share_their_bag_of_words_and_differ_in_translation():
     assert collections.Counter(bags.values()) == {1: len(all_translation_pairs()), 2: len(swaps)}
 
 
+def test_the_swap_sentences_chinese_marks_completion_only_on_actions():
+    chinese = collections.defaultdict(set)
+    for pair in subject_object_swaps():
+        for en, zh in pair:
+            chinese[zh].add(en)
+    # a state takes no 了 (喜欢 了 reads "came to like"), and "follow" is 跟着 (a bare 跟 reads "with")
+    assert not [zh for zh in chinese if "喜欢 了" in zh or "跟着 了" in zh or "跟" in zh.split()]
+    assert chinese["猫 昨天 喜欢 狗"] == {"the cat liked the dog yesterday"}
+    assert chinese["狗 跟着 鸟"] == {"the dog follows the bird", "the dog followed the bird"}  # Chinese has no tense
+    assert chinese["猫 追 了 狗"] == {"the cat chased the dog"}  # an action keeps its 了
+
+
 def test_the_shipped_translators_data_do_not_change_with_the_laboratory():
     plain = all_translation_pairs()
     assert all_translation_pairs(swaps=True)[:len(plain)] == plain

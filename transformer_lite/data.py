@@ -264,10 +264,12 @@ def _adjective_sentences():
 # Animate nouns: (English, Chinese)
 _ACTORS = [("the cat", "猫"), ("the dog", "狗"), ("the bird", "鸟"), ("the teacher", "老师"),
            ("the child", "孩子"), ("the student", "学生")]
-# Transitive verbs: (base, 3rd person, past, Chinese)
-_TRANSITIVE = [("see", "sees", "saw", "看见"), ("like", "likes", "liked", "喜欢"),
-               ("chase", "chases", "chased", "追"), ("bite", "bites", "bit", "咬"),
-               ("help", "helps", "helped", "帮"), ("follow", "follows", "followed", "跟")]
+# Transitive verbs: (base, 3rd person, past, Chinese, Chinese past). A completed action takes 了 (猫 追 了 狗); a
+# state does not (猫 喜欢 狗 "the cat liked the dog": 喜欢 了 reads as "came to like"), nor does 跟着 "follow", which
+# describes the ongoing manner (bare 跟 reads as "with").
+_TRANSITIVE = [("see", "sees", "saw", "看见", "看见 了"), ("like", "likes", "liked", "喜欢", "喜欢"),
+               ("chase", "chases", "chased", "追", "追 了"), ("bite", "bites", "bit", "咬", "咬 了"),
+               ("help", "helps", "helped", "帮", "帮 了"), ("follow", "follows", "followed", "跟着", "跟着")]
 
 
 def _swap_sentences():
@@ -276,13 +278,13 @@ def _swap_sentences():
     Yields the sentences of each (A, B) noun pair next to those of (B, A): the same words, another meaning.
     """
     forms = [("{a} {v3} {b}", "{a} {v} {b}"), ("{a} {v3} {b} every day", "{a} 每 天 {v} {b}"),
-             ("{a} {past} {b}", "{a} {v} 了 {b}"), ("{a} {past} {b} yesterday", "{a} 昨天 {v} 了 {b}"),
+             ("{a} {past} {b}", "{a} {v_past} {b}"), ("{a} {past} {b} yesterday", "{a} 昨天 {v_past} {b}"),
              ("{a} will {base} {b} tomorrow", "{a} 明天 {v} {b}")]
     for i, j in itertools.combinations(range(len(_ACTORS)), 2):
-        for (base, v3, past, v), (f_en, f_zh) in itertools.product(_TRANSITIVE, forms):
+        for (base, v3, past, v, v_past), (f_en, f_zh) in itertools.product(_TRANSITIVE, forms):
             for (a_en, a_zh), (b_en, b_zh) in ((_ACTORS[i], _ACTORS[j]), (_ACTORS[j], _ACTORS[i])):
                 yield (f_en.format(a=a_en, b=b_en, base=base, v3=v3, past=past),
-                       f_zh.format(a=a_zh, b=b_zh, v=v))
+                       f_zh.format(a=a_zh, b=b_zh, v=v, v_past=v_past))
 
 
 def subject_object_swaps() -> list[tuple[tuple[str, str], tuple[str, str]]]:
