@@ -18,7 +18,8 @@
 #               (20 min on 2 busy cores: tests 14, chapters 6; making the venv adds 5 min and a 3 GB download)
 #   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package),
 #               Lighthouse on the built site's heaviest pages (benchmarks/lighthouse.json), and the translator page's
-#               speed against its budgets (benchmarks/translator.json; met or not, never a failure; after make book)
+#               speed against its budgets (benchmarks/translator.json; met or not, never a failure; after make book),
+#               and a 10-word trace's time on the explainer page (benchmarks/explainer.json; likewise)
 #   make translator  train the book's translator (RECIPE) and write the weights the package ships
 #   make capstone  measure chapter 13's baselines, every row timed in the same run (assets/capstone_baselines.json)
 #   make grammar-lab  chapter 13's laboratory: subject-object swaps, a systematic split, new verb-object pairs, a length

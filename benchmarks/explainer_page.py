@@ -26,7 +26,7 @@ PAGE = {"en": "book/explainer.html", "zh": "zh/book/explainer.html"}
 TRACE_MS = 200  # a trace of a 10-word sentence once the model is loaded, in milliseconds
 # ten words each, written as a person writes them, every word in the model's vocabulary
 TEN_WORDS = {"grammar": "Does the teacher drink tea in the library every day?",
-             "real": "I want to go to the library with my friend today."}
+             "real": "I want to go to the library with my friend."}
 
 
 def url(edition: str, sentence: str | None = None, step: str | None = None, model: str | None = None) -> str:

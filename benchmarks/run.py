@@ -16,6 +16,9 @@ median of repeated runs after a warm-up, with the thread count recorded.
     python benchmarks/run.py --only translator  # the built site's translator box in Chromium, both models, over http
                                                 # and from file://: its first and later translations against their
                                                 # budgets (benchmarks/translator_page.py -> benchmarks/translator.json)
+    python benchmarks/run.py --only explainer   # the built site's explainer page in Chromium: a 10-word sentence's
+                                                # trace once the model is loaded, both models, against its budget
+                                                # (benchmarks/explainer_page.py -> benchmarks/explainer.json)
 
 The goals are reported (met or not), never a failure: the command fails only when a measurement breaks.
 """
@@ -291,10 +294,29 @@ def bench_translator(required: bool, runs: int = 5) -> dict | None:
     return results
 
 
+def bench_explainer(required: bool, runs: int = 5) -> dict | None:
+    """The explainer page's speed (benchmarks/explainer_page.py): a 10-word sentence's trace after the model has
+    loaded, against its budget (200 ms), written to benchmarks/explainer.json. The tests check what the page shows,
+    never its speed. Without a built site it is skipped, unless asked for alone (--only explainer)."""
+    import explainer_page
+
+    if not (explainer_page.HTML / explainer_page.PAGE["en"]).exists():
+        if required:
+            raise SystemExit(f"{explainer_page.HTML}: no built explainer page; run `make book` first")
+        print("explainer: skipped, no built site (make book)", flush=True)
+        return None
+    results = explainer_page.run(runs)
+    explainer_page.OUT.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"explainer: wrote {explainer_page.OUT}; "
+          f"{'the budget is met' if results['all_goals_met'] else 'the budget is NOT met (reported, not a failure)'}")
+    return results
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repeats and no capstone: a smoke test")
-    ap.add_argument("--only", choices=["lm_kv_cache", "notebooks", "lighthouse", "translator"], default=None,
+    ap.add_argument("--only", choices=["lm_kv_cache", "notebooks", "lighthouse", "translator", "explainer"],
+                    default=None,
                     help="measure one part only and update it in the shipped results")
     ap.add_argument("--out", default=None,
                     help=f"where to write the results (default: {RESULTS.relative_to(ROOT)} in this "
@@ -326,6 +348,10 @@ def main(argv=None):
     if args.only == "translator" or not args.quick and args.only is None:
         bench_translator(required=args.only == "translator", runs=2 if args.quick else 5)
         if args.only == "translator":
+            return 0
+    if args.only == "explainer" or not args.quick and args.only is None:
+        bench_explainer(required=args.only == "explainer", runs=2 if args.quick else 5)
+        if args.only == "explainer":
             return 0
     if args.only == "lm_kv_cache":
         updated = Path(args.out) if args.out is not None and Path(args.out).exists() else RESULTS
