@@ -256,11 +256,11 @@ def test_the_keyboard_steps_forward_and_back(browser, site):
         view.close()
 
 
-@pytest.mark.parametrize("colour", ["light", "dark"])
-def test_the_view_is_accessible(browser, site, colour):
+@pytest.mark.parametrize("edition,colour", [("en", "light"), ("zh", "dark")])
+def test_the_page_is_accessible(browser, site, edition, colour):
     _need(AXE.exists(), f"axe-core not found at {AXE}: run `npm ci`")
-    view = View(browser, site, colour=colour)
-    axe = ("async (tags) => (await axe.run('.tl-explainer', {runOnly: {type: 'tag', values: tags}, "
+    view = View(browser, site, PAGE[edition], colour=colour)
+    axe = ("async (tags) => (await axe.run(document, {runOnly: {type: 'tag', values: tags}, "
            "resultTypes: ['violations']})).violations.map(v => v.id + ': ' + v.help + ' ' + "
            "v.nodes.map(n => n.target.join(' ')).slice(0, 5).join('; '))")
     try:
