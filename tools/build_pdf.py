@@ -287,19 +287,19 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
 def book_title(edition: str) -> str:
     title = read_yaml(ROOT / "_config.yml")["title"]
     if edition == "zh":
-        import i18n
+        from translation.edition import translated
 
-        return i18n.translated(title)
+        return translated(title)
     return title
 
 
 def translate_caption(caption: str, edition: str) -> str:
     if edition != "zh":
         return caption
-    import i18n
+    from translation.edition import translated
 
     try:
-        return i18n.translated(caption)
+        return translated(caption)
     except KeyError:
         return caption
 

@@ -41,7 +41,6 @@ import argparse
 import sys
 
 from translation import anchors, checks, code_cells, landing_maps, notebooks, package_catalog, sphinx_catalogs, style
-from translation.edition import translated  # noqa: F401 - tools/build_pdf.py reads the Chinese title as i18n.translated
 from translation.paths import CODE_CATALOGS, ROOT, ZH_NOTEBOOKS
 from translation.terminology import terminology_problems
 
