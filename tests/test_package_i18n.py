@@ -200,6 +200,27 @@ def test_the_unwrapped_check_finds_what_it_must(tmp_path):
         found
 
 
+def test_every_tr_call_fills_exactly_its_templates_fields():
+    """tr("... {name} ...", name=...) formats the template after the lookup: a keyword it lacks raises KeyError in
+    the reader's language only if the translation has that field too, so each call is held to its template here.
+    A template given without fields is returned unfilled, for the page's script to fill (check/page.py texts)."""
+    import ast
+
+    bad, unfilled = [], []
+    for path in sorted((ROOT / "transformer_lite").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr" and node.args and \
+                    isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                given, wanted = {k.arg for k in node.keywords}, set(package_catalog.fields(node.args[0].value))
+                where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                if given and given != wanted:
+                    bad.append(f"{where}: fields {sorted(wanted)}, keywords {sorted(given)}")
+                elif not given and wanted:
+                    unfilled.append(path.name)
+    assert bad == []
+    assert set(unfilled) == {"page.py"}, unfilled
+
+
 def test_every_wrapped_message_has_its_chinese():
     catalog = i18n.catalog()
     for message, where in package_catalog.messages().items():
