@@ -26,8 +26,8 @@ def _accumulated_grad(micro_batch_loss, pad_id=PAD):
         loss = micro_batch_loss(acc[rows], labels[rows].clone(), pad_id, n_tokens)
         if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
             raise Wrong(tr("my_micro_batch_loss should return a scalar tensor, got "
-                           "{value}.",
-                           value=type(loss).__name__ if not isinstance(loss, torch.Tensor) else tuple(loss.shape)))
+                           "{got}.",
+                           got=type(loss).__name__ if not isinstance(loss, torch.Tensor) else tuple(loss.shape)))
         if not loss.requires_grad:
             raise Wrong(tr("my_micro_batch_loss's result has no gradient: compute it from logits with torch "
                            "operations."))
@@ -73,9 +73,9 @@ def exercise_C_2(my_position_ids):
     got = call(my_position_ids, ids.clone(), PAD, name="my_position_ids(ids, pad_id)")
     if not isinstance(got, torch.Tensor) or got.shape != ids.shape:
         raise Wrong(tr("my_position_ids(ids, pad_id) should be a tensor of shape {ids_shape}, got "
-                       "{value}.",
+                       "{got}.",
                        ids_shape=tuple(ids.shape),
-                       value=tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__))
+                       got=tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__))
     real = ids != PAD
     if not torch.equal(got[real].long(), _expected_positions(ids, PAD)[real]):
         raise Wrong(tr("the real tokens do not get the positions 0, 1, 2, ... "

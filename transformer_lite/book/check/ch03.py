@@ -72,8 +72,8 @@ def exercise_3_1(my_test, my_diagnosis):
                                 "weights sums to 1; a test on the shapes alone passes every one of these bugs."))
     diagnosis = str(my_diagnosis).strip().lower()
     if diagnosis not in DIAGNOSES_31:
-        raise Wrong(tr("my_diagnosis should be one of {items}; got {my_diagnosis!r}.",
-                       items=', '.join(repr(d) for d in DIAGNOSES_31), my_diagnosis=my_diagnosis))
+        raise Wrong(tr("my_diagnosis should be one of {diagnoses}; got {my_diagnosis!r}.",
+                       diagnoses=', '.join(repr(d) for d in DIAGNOSES_31), my_diagnosis=my_diagnosis))
     if diagnosis != "softmax over the queries":
         raise Wrong(tr("the bug is not '{diagnosis}'.", diagnosis=diagnosis),
                     hint=tr("look at the weights the suspect returns: sum them along each axis."))

@@ -118,7 +118,7 @@ def exercise_4_3(my_split_heads, my_merge_heads):
                        "memory, i.e. whole words. View as (B, T, H, D_h) first, then swap axes 1 and 2."))
         if isinstance(mine, torch.Tensor) and torch.equal(mine, _split_strided(x, H)):
             hint = tr(_STRIDED) + hint
-        close(mine, right, tr("my_split_heads(x, {H}) for x of shape {value}", H=H, value=(B, T, D)), hint=hint)
+        close(mine, right, tr("my_split_heads(x, {H}) for x of shape {x_shape}", H=H, x_shape=(B, T, D)), hint=hint)
         heads = torch.randn(B, H, T, D // H, generator=g)
         merged = call(my_merge_heads, heads, name="my_merge_heads")
         hint = tr("transpose (B, H, T, D_h) back to (B, T, H, D_h) first, then reshape to (B, T, D).")
@@ -127,8 +127,8 @@ def exercise_4_3(my_split_heads, my_merge_heads):
                        "glues together pieces of different words. ") + hint)
         if isinstance(merged, torch.Tensor) and torch.equal(merged, _merge_strided(heads)):
             hint = tr(_STRIDED) + hint
-        close(merged, tl.merge_heads(heads), tr("my_merge_heads(heads) for heads of shape {value}",
-                                                value=(B, H, T, D // H)), hint=hint)
+        close(merged, tl.merge_heads(heads), tr("my_merge_heads(heads) for heads of shape {heads_shape}",
+                                                heads_shape=(B, H, T, D // H)), hint=hint)
     return tr("your split and merge equal tl.split_heads and tl.merge_heads on three shapes.")
 
 

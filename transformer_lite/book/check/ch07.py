@@ -75,8 +75,8 @@ def exercise_7_1(my_decoder_mask):
         if not torch.equal(got, expected):
             wrong = int((got != expected).sum())
             raise Wrong(tr("my_decoder_mask(ids, pad_id={pad_id}) for ids of shape {ids_shape} differs from the "
-                           "right (B, 1, T, T) mask in {wrong} of {numel} entries.",
-                           pad_id=pad_id, ids_shape=tuple(ids.shape), wrong=wrong, numel=expected.numel()),
+                           "right (B, 1, T, T) mask in {wrong} of {n_entries} entries.",
+                           pad_id=pad_id, ids_shape=tuple(ids.shape), wrong=wrong, n_entries=expected.numel()),
                         hint=_mask_mistake(got, expected, causal))
     return tr("your (B, 1, T, T) mask equals tl.merge_masks(causal_mask, padding_mask) (True = blocked), any pad id.")
 
@@ -102,8 +102,8 @@ def exercise_7_2(my_keep_causal):
             else:
                 hint = tr("keep = True where key j <= query i: the lower triangle, diagonal included (torch.tril).")
             raise Wrong(tr("my_keep_causal({T}) is not the causal mask in the 'True = keep' convention "
-                           "({sum} of {value} entries differ).",
-                           T=T, sum=int((got != expected).sum()), value=T * T), hint=hint)
+                           "({n_wrong} of {n_entries} entries differ).",
+                           T=T, n_wrong=int((got != expected).sum()), n_entries=T * T), hint=hint)
     return tr("F.scaled_dot_product_attention with your keep-mask equals tl's attention with tl.causal_mask (T = 4, 7, "
               "1).")
 

@@ -162,8 +162,8 @@ def exercise_13_3(my_counts):
     expected = _looks_for_tomorrow()
     n = sum(expected.values())
     if sum(given.values()) != n:
-        raise Wrong(tr("your counts add up to {sum}; there is one peak per held-out sentence whose "
-                       "translation contains 明天 ({n} sentences).", sum=sum(given.values()), n=n),
+        raise Wrong(tr("your counts add up to {total}; there is one peak per held-out sentence whose "
+                       "translation contains 明天 ({n} sentences).", total=sum(given.values()), n=n),
                     hint=tr("loop over data.test_pairs, keep the pairs with 明天 among the Chinese words, one count "
                             "each."))
     if given != expected:
@@ -236,5 +236,5 @@ def exercise_13_5(my_logp_model, my_logp_reference):
     number(my_logp_model, lp_out, tr("my_logp_model (log P of the model's greedy "
                                      "output)"), rel=1e-3, abs_=2e-3, hint=hint)
     number(my_logp_reference, lp_ref, "my_logp_reference (log P of 她 看 足球)", rel=1e-3, abs_=2e-3, hint=hint)
-    return (tr("the model's own output is e^{value:.1f} ≈ {exp:,.0f} times "
-               "more probable than 她 看 足球.", value=lp_out - lp_ref, exp=math.exp(lp_out - lp_ref)))
+    return (tr("the model's own output is e^{log_ratio:.1f} ≈ {exp:,.0f} times "
+               "more probable than 她 看 足球.", log_ratio=lp_out - lp_ref, exp=math.exp(lp_out - lp_ref)))

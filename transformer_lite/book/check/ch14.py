@@ -46,8 +46,8 @@ def exercise_14_1(my_keep):
                 else:
                     hint = tr("a decoder-only model (GPT) lets query i see the keys j <= i: the lower triangle.")
                 raise Wrong(tr("my_keep({family!r}, {L}) differs from the right mask in "
-                               "{sum} of {value} entries.",
-                               family=family, L=L, sum=int((got != expected).sum()), value=L * L), hint=hint)
+                               "{n_wrong} of {n_entries} entries.",
+                               family=family, L=L, n_wrong=int((got != expected).sum()), n_entries=L * L), hint=hint)
     return tr("an encoder-only token sees every key; a decoder-only token sees itself and the keys before it.")
 
 

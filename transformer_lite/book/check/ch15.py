@@ -47,8 +47,8 @@ def exercise_15_1(my_llama3_8b):
                        got=got, llama3_8b=LLAMA3_8B), hint=hint)
     per_token = modern.kv_cache_bytes(1, 1, len(model.layers), model.layers[0].attention.num_kv_heads,
                                       model.layers[0].attention.head_dim, torch.bfloat16)
-    return (tr("{got:,} parameters, Llama 3 8B's count; its KV cache takes {value} KiB per token in 16 bits, "
-               "a quarter of what 32 key/value heads would take.", got=got, value=per_token // 1024))
+    return (tr("{got:,} parameters, Llama 3 8B's count; its KV cache takes {kib} KiB per token in 16 bits, "
+               "a quarter of what 32 key/value heads would take.", got=got, kib=per_token // 1024))
 
 
 def _pairs_to_halves_wrong(kind):
@@ -217,16 +217,16 @@ def exercise_15_4(my_gqa_from_mha):
                        "K/V head 0, the next g heads head 1, ...: GQA's query head h reads K/V head h // g. Pool the "
                        "biases the same way."))
             raise Wrong(tr("with {num_kv_heads} key/value head(s), your layer's output differs from the mean-pooled "
-                           "layer's by up to {item:.3g}.",
-                           num_kv_heads=num_kv_heads, item=(out - expected).abs().max().item()), hint=hint)
+                           "layer's by up to {diff:.3g}.",
+                           num_kv_heads=num_kv_heads, diff=(out - expected).abs().max().item()), hint=hint)
         changes[num_kv_heads] = _relative_change(got, mha, x, pad)
     first = _relative_change(_mean_pooled(mha, 1, pool=lambda w: w[:, 0]), mha, x, pad)
     return (tr("the shipped translator's first self-attention, on 500 held-out sentences: the output changes by "
-               "{changes:.0%} with {H} key/value heads, {changes2:.0%} with {value}, {changes3:.0%} with 1 "
+               "{changes:.0%} with {H} key/value heads, {changes2:.0%} with {half}, {changes3:.0%} with 1 "
                "(multi-query); keeping only the first head instead of the mean changes it by {first:.0%} with 1. "
                "Ainslie et al. then train the pooled model briefly (5 % of the pre-training steps) to win the rest "
                "back.",
-               changes=changes[H], H=H, changes2=changes[H // 2], value=H // 2, changes3=changes[1], first=first))
+               changes=changes[H], H=H, changes2=changes[H // 2], half=H // 2, changes3=changes[1], first=first))
 
 
 # ---- 15.5: a sliding-window causal mask (Mistral 7B, Jiang et al. 2023) ----------------------------------------------
@@ -277,8 +277,8 @@ def exercise_15_5(my_sliding_window_mask):
             raise Wrong(tr("{name} should be a bool tensor, got {got}.", name=name, got=got),
                         hint=tr("True where a query may not attend, as tl.causal_mask(T) returns."))
         if tuple(mask.shape) != (T, T):
-            raise Wrong(tr("{name} should have shape {value}, got {mask_shape}.",
-                           name=name, value=(T, T), mask_shape=tuple(mask.shape)))
+            raise Wrong(tr("{name} should have shape {shape}, got {mask_shape}.",
+                           name=name, shape=(T, T), mask_shape=tuple(mask.shape)))
         mask = mask.detach().cpu()
         if torch.equal(mask, modern.sliding_window_mask(T, W)):
             last = mask
@@ -297,6 +297,6 @@ def exercise_15_5(my_sliding_window_mask):
     return (tr("your mask is the sliding window for six sizes, and tl.causal_mask(T) when W ≥ T. Through 3 layers "
                "with W = 8, the last position draws on {field} positions, 3 × (W − 1) + 1: each layer reaches W − 1 "
                "further back. At T = 32,768, Mistral 7B's W = 4,096 keeps {kept:,} of the causal mask's {causal:,} "
-               "scores ({value:.0%}), its KV cache holds only the last 4,096 keys, and its 32 layers reach "
-               "back {value2:,} positions.",
-               field=field, kept=kept, causal=causal, value=kept / causal, value2=L * (W - 1) + 1))
+               "scores ({share:.0%}), its KV cache holds only the last 4,096 keys, and its 32 layers reach "
+               "back {reach:,} positions.",
+               field=field, kept=kept, causal=causal, share=kept / causal, reach=L * (W - 1) + 1))

@@ -70,8 +70,8 @@ class Prediction:
                       abs=int(self.abs))
         if self.abs is not None:
             return tr("Write a number: it counts as right within ±{abs:g} of what the cell measures.", abs=self.abs)
-        return tr("Write a number: it counts as right within {value:g} % of what the cell measures.",
-                  value=self.rel * 100)
+        return tr("Write a number: it counts as right within {percent:g} % of what the cell measures.",
+                  percent=self.rel * 100)
 
     def rule(self) -> str:
         """When a recorded guess counts as right (the predict cell's output after a guess)."""
@@ -80,7 +80,7 @@ class Prediction:
         if self.kind == "count" and not self.abs:
             return tr("It counts as right only when it is exactly what the cell measures.")
         if self.rel is not None:
-            return tr("It counts as right within {value:g} % of what the cell measures.", value=self.rel * 100)
+            return tr("It counts as right within {percent:g} % of what the cell measures.", percent=self.rel * 100)
         return tr("It counts as right within ±{abs:g} of what the cell measures.", abs=self.abs)
 
     # ---- reading a guess, comparing it ---------------------------------------------------------------------
