@@ -1,4 +1,4 @@
-"""The code cells' comments and figure strings: extracted into locales/zh_CN/code/, put back token for token."""
+"""The code cells' comments, figure strings and marked strings: into locales/zh_CN/code/, back token for token."""
 from __future__ import annotations
 
 import re
