@@ -368,3 +368,39 @@ def test_the_records_are_the_traces_tensors_and_refuse_bad_input():
     with pytest.raises(TypeError, match="model"):
         explain.config_of(None)
     assert explain.config_of(model) == tr["config"]
+
+
+def test_a_head_switched_off_adds_nothing_and_can_change_the_translation():
+    """heads_off zeroes the head's slice of what W_O reads: the layer's attention output is W_O applied to the other
+    heads' outputs alone (rebuilt here from the trace's heads and the weights); with every cross-attention head off
+    the decoder cannot read the source, so two different sentences get one translation; the hooks go afterwards."""
+    key, text, other = "grammar", "she eats rice at school today", "we have two old books"
+    model = _model(key)
+    H, D_h = model.config.nhead, model.config.d_model // model.config.nhead
+    base, off = trace(key, text), trace(key, text, heads_off=[("encoder", 0, 1)])
+    assert "heads_off" not in base and off["heads_off"] == [["encoder", 0, 1]]
+    steps = off["encoder"][0]["attention_steps"]
+    heads = t(steps["heads"])  # (H, S, D_h): the head still computes its output...
+    concat = heads.permute(1, 0, 2).reshape(heads.shape[1], H * D_h).clone()  # (S, H D_h)
+    concat[:, D_h:2 * D_h] = 0  # ... which W_O no longer reads
+    w_o = model.encoder.layers[0].self_attn.out_proj
+    torch.testing.assert_close(t(steps["output"]), concat @ w_o.weight.double().T + w_o.bias.double(),
+                               rtol=0, atol=TOL * 10)
+    assert off["encoder"][0]["attention_steps"]["output"] != base["encoder"][0]["attention_steps"]["output"]
+    blind = [("cross", layer, h) for layer in range(model.config.num_decoder_layers) for h in range(H)]
+    assert trace(key, text)["tgt_tokens"] != trace(key, other)["tgt_tokens"]
+    assert trace(key, text, heads_off=blind)["tgt_tokens"] == trace(key, other, heads_off=blind)["tgt_tokens"]
+    assert not any(m._forward_pre_hooks for m in model.modules())
+
+
+@pytest.mark.parametrize("heads_off,kind,words", [
+    ("encoder", TypeError, "heads_off must be a list"),
+    ([("encoder", 0)], TypeError, "triples"),
+    ([("encoder", 0, True)], TypeError, "triples"),
+    ([("decoder", 0, 0)], ValueError, "no head of this model"),
+    ([("encoder", 2, 0)], ValueError, "layer 0..1"),
+    ([("cross", 0, 4)], ValueError, "head 0..3"),
+])
+def test_heads_off_names_bad_input(heads_off, kind, words):
+    with pytest.raises(kind, match=words):
+        trace("grammar", "i have a cat", heads_off=heads_off)

@@ -19,7 +19,8 @@ paper's layout): each sub-block is ``x = LayerNorm(x + Sublayer(x))``.
 
 The keys:
 
-* ``key``, ``text``, ``k``: the arguments. ``config``: ``d_model`` (D), ``nhead`` (H), ``head_dim``
+* ``key``, ``text``, ``k``: the arguments; ``heads_off``, only when heads were switched off (:func:`trace`'s
+  ``heads_off``, :func:`heads_switched_off`): those heads as ``[part, layer, head]``. ``config``: ``d_model`` (D), ``nhead`` (H), ``head_dim``
   (D_h), ``dim_feedforward`` (d_ff), ``num_encoder_layers``, ``num_decoder_layers``, ``activation``,
   ``norm_first``, ``embedding_scale`` (sqrt(D)) and ``attention_scale`` (1 / sqrt(D_h)).
 * ``src_tokens`` (S strings): the words the model reads, as the translator box reads them
@@ -75,6 +76,7 @@ S (d_ff + D) or T (d_ff + D) per layer for the FFN, and 4 (S + T) D for the embe
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
@@ -90,7 +92,12 @@ from .translate import MAX_NEW_TOKENS, TOP_K, _check_key, _until_eos, read_engli
 DECIMALS = 6  # decimals kept of every float: see the module's docstring
 MAX_JSON_BYTES = 7_000_000  # json.dumps(trace(...)) of any sentence the box accepts (64 words in, 20 out), at most
 
-__all__ = ["trace", "record_encoder", "record_decoder", "flat", "config_of", "DECIMALS", "MAX_JSON_BYTES"]
+__all__ = ["trace", "record_encoder", "record_decoder", "flat", "config_of", "heads_switched_off", "HEAD_PARTS",
+           "DECIMALS", "MAX_JSON_BYTES"]
+
+# where a head can be switched off (trace's heads_off): the encoder's self-attention, the decoder's masked
+# self-attention, the decoder's cross-attention
+HEAD_PARTS = ("encoder", "self", "cross")
 
 
 @functools.cache
@@ -305,14 +312,68 @@ def config_of(model) -> dict:
                 embedding_scale=model.src_embed.scale, attention_scale=1 / math.sqrt(c.d_model // c.nhead))
 
 
-def trace(key: str, text: str, k: int = TOP_K) -> dict:
+def _attention_module(model, part: str, layer: int):
+    if part == "encoder":
+        return model.encoder.layers[layer].self_attn
+    return model.decoder.layers[layer].self_attn if part == "self" else model.decoder.layers[layer].multihead_attn
+
+
+def _check_heads_off(model, heads_off) -> list[tuple[str, int, int]]:
+    if not isinstance(heads_off, (list, tuple)):
+        raise TypeError(f"heads_off must be a list of (part, layer, head), got {type(heads_off).__name__}")
+    c, out = model.config, []
+    layers = {"encoder": c.num_encoder_layers, "self": c.num_decoder_layers, "cross": c.num_decoder_layers}
+    for item in heads_off:
+        if not (isinstance(item, (list, tuple)) and len(item) == 3 and isinstance(item[0], str)
+                and all(isinstance(i, int) and not isinstance(i, bool) for i in item[1:])):
+            raise TypeError(f"heads_off must hold (part, layer, head) triples (a str and two ints), got {item!r}")
+        part, layer, head = item
+        if part not in HEAD_PARTS or not 0 <= layer < layers[part] or not 0 <= head < c.nhead:
+            raise ValueError(f"heads_off: {tuple(item)!r} is no head of this model: part one of {HEAD_PARTS}, layer "
+                             f"0..{layers.get(part, 1) - 1}, head 0..{c.nhead - 1} (counted from 0)")
+        out.append((part, layer, head))
+    return out
+
+
+@contextlib.contextmanager
+def heads_switched_off(model, heads_off):
+    """Within the block, each head of ``heads_off`` (``(part, layer, head)``, counted from 0, ``part`` one of
+    :data:`HEAD_PARTS`) adds nothing to its layer: the slice of the heads' concatenation that W_O reads from it is
+    zeroed (a forward pre-hook on the attention's ``out_proj``), so the layer's output is the other heads' alone.
+    The head still computes its weights and its output; only W_O no longer reads them. Raises
+    ``TypeError``/``ValueError`` naming ``heads_off``."""
+    _check_model(model)
+    chosen = _check_heads_off(model, heads_off)
+    handles = []
+
+    def zero(lo: int, hi: int):
+        def pre_hook(module, args):
+            x = args[0].clone()  # (B, T, D): the heads' outputs side by side
+            x[..., lo:hi] = 0
+            return (x, *args[1:])
+        return pre_hook
+
+    try:
+        for part, layer, head in chosen:
+            attention = _attention_module(model, part, layer)
+            handles.append(attention.out_proj.register_forward_pre_hook(
+                zero(head * attention.head_dim, (head + 1) * attention.head_dim)))
+        yield chosen
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def trace(key: str, text: str, k: int = TOP_K, heads_off=()) -> dict:
     """Every intermediate of shipped translator ``key`` on ``text``: a JSON-ready dict (the module's docstring
     lists its keys and shapes; the floats are rounded to :data:`DECIMALS` decimals).
 
     ``key``: ``"grammar"`` or ``"real"``; ``text``: an English sentence, read as the translator box reads it;
-    ``k``: how many next-token candidates each entry of ``steps`` lists. Raises ``TypeError``/``ValueError``
-    naming the argument for another key, a non-str or wordless text (or one longer than the model reads),
-    and ``k`` < 1.
+    ``k``: how many next-token candidates each entry of ``steps`` lists; ``heads_off``: heads to switch off
+    (:func:`heads_switched_off`), for the translation and every number: the trace then holds ``heads_off`` as
+    ``[part, layer, head]`` lists, and the translation is the model's without those heads. Raises
+    ``TypeError``/``ValueError`` naming the argument for another key, a non-str or wordless text (or one longer
+    than the model reads), ``k`` < 1 and a head the model does not have.
     """
     _check_key(key)
     if not isinstance(text, str):
@@ -321,15 +382,16 @@ def trace(key: str, text: str, k: int = TOP_K) -> dict:
         raise ValueError(f"text must hold an English sentence, got {text!r}")
     check_positive_int("k", k)
     model, data = _shipped(key)
+    off = _check_heads_off(model, heads_off)
     words, ids, unknown = read_english(text, data.src_vocab, model.max_len, reading_of(data))
     src = torch.tensor([ids])  # (1, S)
-    greedy = _until_eos(greedy_decode(model, src, MAX_NEW_TOKENS, BOS, EOS)[0, 1:].tolist())  # the box's greedy
-    ys_in = torch.tensor([[BOS] + greedy[:-1]])  # (1, T): row t predicts greedy[t]
 
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), heads_switched_off(model, off):
+            greedy = _until_eos(greedy_decode(model, src, MAX_NEW_TOKENS, BOS, EOS)[0, 1:].tolist())  # the box's
+            ys_in = torch.tensor([[BOS] + greedy[:-1]])  # (1, T): row t predicts greedy[t]
             enc = record_encoder(model, src)
             dec = record_decoder(model, enc["memory"][None], src, ys_in)
     finally:
@@ -344,8 +406,9 @@ def trace(key: str, text: str, k: int = TOP_K) -> dict:
     steps = top_k(dec.pop("logits"))
     logit_lens = [top_k(lens) for lens in dec.pop("logit_lens")]
     enc, dec = _json(enc), _json(dec)
+    switched = dict(heads_off=[list(h) for h in off]) if off else {}  # only when asked: the browser's has none
     return dict(
-        key=key, text=text, k=k, config=config_of(model),
+        key=key, text=text, k=k, **switched, config=config_of(model),
         src_tokens=words, src_ids=ids, unknown=unknown,
         tgt_tokens=[itos[i] for i in greedy], tgt_ids=greedy,
         decoder_input_tokens=[itos[i] for i in ys_in[0].tolist()],
