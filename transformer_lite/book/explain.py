@@ -20,9 +20,10 @@ paper's layout): each sub-block is ``x = LayerNorm(x + Sublayer(x))``.
 The keys:
 
 * ``key``, ``text``, ``k``: the arguments; ``heads_off``, only when heads were switched off (:func:`trace`'s
-  ``heads_off``, :func:`heads_switched_off`): those heads as ``[part, layer, head]``. ``config``: ``d_model`` (D), ``nhead`` (H), ``head_dim``
-  (D_h), ``dim_feedforward`` (d_ff), ``num_encoder_layers``, ``num_decoder_layers``, ``activation``,
-  ``norm_first``, ``embedding_scale`` (sqrt(D)) and ``attention_scale`` (1 / sqrt(D_h)).
+  ``heads_off``, :func:`heads_switched_off`): those heads as ``[part, layer, head]``. ``config``: ``d_model``
+  (D), ``nhead`` (H), ``head_dim`` (D_h), ``dim_feedforward`` (d_ff), ``num_encoder_layers``,
+  ``num_decoder_layers``, ``activation``, ``norm_first``, ``embedding_scale`` (sqrt(D)) and ``attention_scale``
+  (1 / sqrt(D_h)).
 * ``src_tokens`` (S strings): the words the model reads, as the translator box reads them
   (:func:`~transformer_lite.book.translate.read_english`); ``src_ids``; ``unknown``: the words read as
   ``<unk>``. ``tgt_tokens`` (T strings) and ``tgt_ids``: the greedy translation, up to and including
