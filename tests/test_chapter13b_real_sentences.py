@@ -92,13 +92,10 @@ def base():
     return rt.baseline_results()
 
 
-def test_every_transformer_run_beats_every_gru_run_in_bleu_even_at_equal_time(base):
-    t, g, g2, n, dic = (base[k] for k in ("transformer", "gru", "gru_equal_time", "no_positions", "dictionary"))
-    assert t["bleu"]["min"] > max(g["bleu"]["max"], g2["bleu"]["max"])
-    assert min(g["bleu"]["min"], n["bleu"]["min"]) > dic["bleu"]
-    # "equal time": the GRU's longer runs took about the Transformer's CPU time (within a fifth)
-    assert all(r["steps"] > rt.REAL_RECIPE.steps for r in g2["runs"])
-    assert abs(g2["cpu_seconds"]["mean"] / t["cpu_seconds"]["mean"] - 1) < 0.2
+def test_the_equal_time_gru_took_about_the_transformers_cpu_time(base):
+    t, g2 = base["transformer"], base["gru_equal_time"]
+    assert all(r["steps"] == base["gru_tuning"]["equal_time_steps"] for r in g2["runs"])
+    assert abs(g2["cpu_seconds"]["mean"] / t["cpu_seconds"]["mean"] - 1) < 0.2  # within a fifth
 
 
 def test_the_model_without_positions_is_within_the_transformers_spread(base):
@@ -119,14 +116,9 @@ def test_the_shipped_transformer_reads_the_word_order(shipped):
         assert bleu < 0.85 * report["scores"]["bleu"], (seed, bleu)
 
 
-def test_the_dictionary_is_close_in_chrf_and_far_behind_in_bleu(base):
-    t, dic = base["transformer"], base["dictionary"]
-    gap = {m: (t[m]["mean"] - dic[m]) / t[m]["mean"] for m in ("bleu", "chrf")}
-    assert gap["chrf"] < gap["bleu"] / 3
-
-
-def test_the_gru_took_less_cpu_time(base):
-    assert base["gru"]["cpu_seconds"]["mean"] < base["transformer"]["cpu_seconds"]["mean"]
+def test_each_gru_step_took_less_cpu_time(base):
+    per_step = {k: base[k]["cpu_seconds"]["mean"] / base[k]["runs"][0]["steps"] for k in ("gru", "transformer")}
+    assert per_step["gru"] < per_step["transformer"]
 
 
 def test_each_step_of_the_data_size_curve_exceeds_the_seed_spread(base):
@@ -138,12 +130,9 @@ def test_each_step_of_the_data_size_curve_exceeds_the_seed_spread(base):
 def test_the_data_size_curve_shows_no_diminishing_returns_yet(base):
     runs = base["data_size_curve"]["runs"]
     per_doubling = [(b["bleu"] - a["bleu"]) / math.log2(b["n_train"] / a["n_train"]) for a, b in zip(runs, runs[1:])]
-    assert per_doubling[-1] >= max(per_doubling[:-1])
+    spread = base["transformer"]["bleu"]["max"] - base["transformer"]["bleu"]["min"]
+    assert max(per_doubling) - min(per_doubling) < spread  # no trend beyond what the seeds already vary by
     assert runs[0]["final_loss"] < runs[-1]["final_loss"]  # the small subsets, seen for more epochs, fit closer
-
-
-def test_the_dictionary_beats_every_gru_run_in_chrf(base):
-    assert base["dictionary"]["chrf"] > max(base["gru"]["chrf"]["max"], base["gru_equal_time"]["chrf"]["max"])
 
 
 def _refs():
@@ -151,20 +140,57 @@ def _refs():
     return [characters(zh) for _, zh in data.test_pairs]
 
 
+# ---------------------------------------------------------------- the chapter's comparisons, on their intervals
+
+# The chapter compares seed-0 runs (the Transformer's is the shipped model) by a paired bootstrap over the 425 test
+# sentences, a minus b, and says of each 95 % interval: "above" zero (a beats b beyond the luck of the draw), "below"
+# zero (a is worse) or "includes" zero (no measurable difference). The verdicts must hold for other resampling seeds.
+COMPARISONS = {  # name: (a, b, {metric: verdict})
+    "transformer - dictionary": ("transformer", "dictionary", {"bleu": "above", "chrf": "above"}),
+    "transformer - gru": ("transformer", "gru", {"bleu": "above", "chrf": "above"}),
+    "transformer - gru at equal time": ("transformer", "gru_equal_time", {"bleu": "above", "chrf": "above"}),
+    "transformer - no positions": ("transformer", "no_positions", {"bleu": "includes"}),
+    "bpe - words": ("bpe_source", "transformer", {"bleu": "below", "chrf": "below"}),
+    "dictionary - gru": ("dictionary", "gru", {"chrf": "above"}),
+    "beam - greedy": ("shipped_beam", "transformer", {"bleu": "above"}),
+}
+
+
+def _seed0_hypotheses(base, kind, seed=0):
+    if kind in ("dictionary", "shipped_beam"):
+        return base[kind]["hypotheses"]
+    return next(r for r in base[kind]["runs"] if r["seed"] == seed)["hypotheses"]
+
+
+@pytest.mark.parametrize("name", COMPARISONS)
+@pytest.mark.parametrize("seed", [0, 1, 2])  # the resampling seed; the chapter's is book_seed() = 0
+def test_each_comparison_the_chapter_draws_holds_on_its_interval(base, name, seed):
+    from transformer_lite.metrics import corpus_chrf, paired_bootstrap
+
+    a, b, verdicts = COMPARISONS[name]
+    refs = _refs()
+    hyps_a, hyps_b = ([characters(h) for h in _seed0_hypotheses(base, k)] for k in (a, b))
+    for metric, verdict in verdicts.items():
+        r = paired_bootstrap(corpus_bleu if metric == "bleu" else corpus_chrf, hyps_a, hyps_b, refs, seed=seed)
+        if verdict == "above":
+            assert r["low"] > 0, (name, metric, r)
+        elif verdict == "below":
+            assert r["high"] < 0, (name, metric, r)
+        else:
+            assert r["low"] < 0 < r["high"], (name, metric, r)
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_the_bootstrap_claims_hold_for_other_resampling_seeds(base, seed):
+def test_the_dictionary_is_close_in_chrf_and_beam_search_gains_under_a_point_at_the_edge(base, seed):
     from transformer_lite.metrics import corpus_chrf, paired_bootstrap
 
     refs = _refs()
-    ours = [characters(h) for h in base["transformer"]["runs"][0]["hypotheses"]]
-    beam = [characters(h) for h in base["shipped_beam"]["hypotheses"]]
-    dic = [characters(h) for h in base["dictionary"]["hypotheses"]]
+    ours, dic, beam = ([characters(h) for h in _seed0_hypotheses(base, k)] for k in ("transformer", "dictionary",
+                                                                                      "shipped_beam"))
     d_bleu = paired_bootstrap(corpus_bleu, ours, dic, refs, seed=seed)
     d_chrf = paired_bootstrap(corpus_chrf, ours, dic, refs, seed=seed)
     b_bleu = paired_bootstrap(corpus_bleu, beam, ours, refs, seed=seed)
-    assert d_bleu["low"] > 0
     assert 0 < d_chrf["difference"] < 0.25 * d_bleu["difference"]
-    assert 0 < b_bleu["difference"] < 0.015 and b_bleu["low"] < 0.5 * b_bleu["difference"]
+    assert 0 < b_bleu["difference"] < 0.01 and b_bleu["low"] < 0.5 * b_bleu["difference"]
 
 
 def test_the_shipped_hypotheses_are_the_scored_translations(base):

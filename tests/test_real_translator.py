@@ -143,13 +143,47 @@ def test_baselines_use_the_same_split_and_recipe(baselines):
 def test_each_neural_model_has_three_seeds_and_a_consistent_summary(baselines, kind):
     rows = baselines[kind]["runs"]
     assert sorted(r["seed"] for r in rows) == [0, 1, 2]
+    # the GRU trains for the steps its dev BLEU chose (gru_tuning), the Transformers for the recipe's
+    steps = baselines["gru_tuning"]["chosen_steps"] if kind == "gru" else rt.REAL_RECIPE.steps
     for r in rows:
-        assert r["kind"] == kind and r["steps"] == rt.REAL_RECIPE.steps and r["train_seconds"] > 0
+        assert r["kind"] == kind and r["steps"] == steps and r["train_seconds"] > 0
     for key in ("bleu", "chrf", "train_seconds"):
         values = [r[key] for r in rows]
         summary = baselines[kind][key]
         assert summary["mean"] == pytest.approx(sum(values) / len(values), abs=1e-9)
         assert summary["min"] == min(values) and summary["max"] == max(values)
+
+
+def test_every_run_ships_the_translations_it_was_scored_on(baselines):
+    # what a paired bootstrap between any two runs needs: one translation per test sentence, scoring to the row's BLEU
+    from transformer_lite.metrics import characters, corpus_bleu, corpus_chrf
+
+    refs = [characters(zh) for _, zh in rt.data_for().test_pairs]
+    rows = [baselines["dictionary"], baselines["shipped_beam"]]
+    for kind in ("transformer", "no_positions", "gru", "gru_equal_time", "bpe_source"):
+        rows += baselines[kind]["runs"]
+    for row in rows:
+        hyps = [characters(h) for h in row["hypotheses"]]
+        assert len(hyps) == len(refs)
+        assert abs(100 * corpus_bleu(hyps, refs).score - row["bleu"]) < 1e-9
+        assert abs(100 * corpus_chrf(hyps, refs).score - row["chrf"]) < 1e-9
+
+
+def test_the_grus_steps_were_chosen_on_dev_as_the_transformers_were(baselines):
+    tune = baselines["gru_tuning"]
+    assert [s for s, _ in tune["dev_bleu"]] == list(range(rt.TUNE_EVERY, rt.TUNE_STEPS + 1, rt.TUNE_EVERY))
+    assert tune["chosen_steps"] == max(tune["dev_bleu"], key=lambda p: (p[1], -p[0]))[0]  # best dev BLEU, then fewer
+    assert all(r["steps"] == tune["equal_time_steps"] for r in baselines["gru_equal_time"]["runs"])
+    assert tune["gru_lr"] == rt.GRU_LR
+
+
+def test_the_bpe_source_runs_read_english_as_pieces_with_almost_no_unknown_token(baselines):
+    runs = baselines["bpe_source"]["runs"]
+    assert sorted(r["seed"] for r in runs) == [0, 1, 2]
+    words = baselines["transformer"]["runs"][0]["unknown"]
+    for r in runs:
+        assert r["kind"] == "transformer" and r["source"] == "bpe" and r["steps"] == rt.REAL_RECIPE.steps
+        assert r["unknown"]["tokens"] < words["tokens"] / 10 and r["unknown"]["mean_length"] > words["mean_length"]
 
 
 def test_the_transformer_seed_0_is_the_shipped_model(baselines):

@@ -652,7 +652,7 @@ def baselines_from_rows(rows: list[dict], dictionary: dict, shipped: dict | None
         result["data_size_curve"] = dict(
             note="Transformer, the recipe, seed 0, one run per size: a random subset (seed 0) of the train split; "
                  "vocabularies of the full train split; the full size is the seed-0 run above",
-            runs=[{k: v for k, v in r.items() if k != "hypotheses"} for r in sizes + [full]])
+            runs=[{k: v for k, v in r.items() if k not in ("hypotheses", "unknown", "source")} for r in sizes + [full]])
     elif previous and "data_size_curve" in previous:
         result["data_size_curve"] = previous["data_size_curve"]
         from_previous.append("data_size_curve")
