@@ -141,29 +141,3 @@ def test_the_views_html_names_bad_arguments():
         explainer_html("grammar", static=None)
     with pytest.raises(ValueError, match="chapters must be a relative path ending in '/'"):
         explainer_html("grammar", chapters="../notebooks")
-
-
-def test_a_chapters_link_to_the_published_page_opens_the_editions_own():
-    """tools/sphinx_ext/tl_explainer.py: a link to the published explainer page (any copy's address), with its query,
-    becomes a relative link on the site, its "&" as the link wrote it; other links stay."""
-    from types import SimpleNamespace
-
-    from docutils import nodes
-    from docutils.utils import new_document
-
-    from tl_explainer import local_explainer_links
-
-    doc = new_document("test")
-    links = {"https://someone.github.io/fork/book/explainer.html?s=I+have+a+cat&amp;step=next&amp;model=grammar":
-             "../book/explainer.html?s=I+have+a+cat&step=next&model=grammar",
-             "https://transformer-step-by-step.github.io/transformer-step-by-step/book/explainer.html":
-             "../book/explainer.html",
-             "https://example.org/book/explainers.html?s=x": "https://example.org/book/explainers.html?s=x",
-             "https://colab.research.google.com/github/o/r/blob/main/book/explainer.md":
-             "https://colab.research.google.com/github/o/r/blob/main/book/explainer.md"}
-    for uri in links:
-        doc += nodes.paragraph("", "", nodes.reference("", "link", refuri=uri))
-    local_explainer_links(SimpleNamespace(env=SimpleNamespace(docname="notebooks/09_decoder")), doc)
-    got = [r["refuri"] for r in doc.findall(nodes.reference)]
-    assert got == list(links.values())
-    assert [bool(r.get("internal")) for r in doc.findall(nodes.reference)] == [True, True, False, False]
