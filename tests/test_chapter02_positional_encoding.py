@@ -12,6 +12,7 @@ import torch
 
 import transformer_lite as tl
 from notebook_code import code_cell
+from transformer_lite.book import N_
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_positional_encoding.ipynb"
 
@@ -203,7 +204,7 @@ def test_causal_uniform_attention_gives_position_dependent_outputs():
 
 
 def test_the_extrapolation_experiment_fails_beyond_the_training_length():
-    ns = {"torch": torch, "tl": tl}
+    ns = {"torch": torch, "tl": tl, "N_": N_}       # the cells mark their printed lines with N_
     src = code_cell(NOTEBOOK, "from transformer_lite.book.runtime import book_seed")   # the model
     src += "\n" + code_cell(NOTEBOOK, "def accuracy_by_position").replace("check.reveal", "(lambda *a: None)")
     exec(compile(src, str(NOTEBOOK), "exec"), ns)   # runs the chapter's cell, with its asserts
