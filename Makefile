@@ -1,20 +1,20 @@
 # Transformer, Step by Step -- every target does its own set-up on a fresh machine.
 #   make book   build the site into _build/html (executes every notebook)
 #   make pdf    one PDF per edition (_build/pdf/transformer-step-by-step.en.pdf, .zh.pdf): the built site joined
-#               into one document and printed by Chromium (tools/build_pdf.py; 3 min on 2 cores, 13 min when other
+#               into one document and printed by Chromium (bookbuild/build_pdf.py; 3 min on 2 cores, 13 min when other
 #               work loads them; builds the site first if there is none); the next `make book` links them from every
 #               page; tests/test_pdf.py checks them when they exist (a separate target: too long for every make test)
 #   make release  dist/: the site as a zip that opens from disk, both PDFs, a zip of every notebook of both editions,
-#               the wheel and the sdist (tools/release.py); a tag v* makes the workflow attach them to a GitHub release
+#               the wheel and the sdist (bookbuild/release.py); a tag v* makes the workflow attach them to a GitHub release
 #   make lock   re-resolve requirements-uv.lock, requirements.lock and requirements-nodeps.lock (exact versions with
 #               hashes, uv) to the newest releases requirements*.in allow; `make install` installs only what they pin
-#   make repository REPO=owner/name  point the committed files at another repository (tools/repository.py; a build
+#   make repository REPO=owner/name  point the committed files at another repository (bookbuild/repository.py; a build
 #               alone takes BOOK_REPOSITORY, and the workflow GitHub's own GITHUB_REPOSITORY)
 #   make test   run every test: the package, the notebooks' claims, the built site in Chromium
 #   make check  the fast inner loop (no book build): the linter first (ruff, pyproject.toml [tool.ruff]; under a
 #               second), then the package, the chapters' claims through it, the exercise checks, the i18n catalogs
 #   make test-oldest  the package's fast tests and every chapter on the oldest torch pyproject.toml allows, on
-#               Python 3.12 (.venv-oldest; tools/test_oldest.py): the torch a Colab image of the last year keeps
+#               Python 3.12 (.venv-oldest; bookbuild/test_oldest.py): the torch a Colab image of the last year keeps
 #               (20 min on 2 busy cores: tests 14, chapters 6; making the venv adds 5 min and a 3 GB download)
 #   make bench  run the benchmarks, write transformer_lite/book/assets/benchmarks.json (ships with the package),
 #               Lighthouse on the built site's heaviest pages (benchmarks/lighthouse.json), and the translator page's
@@ -37,7 +37,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 # The package is installed as pip installs it for a reader (a wheel, not `-e .`): the book's kernels import
-# that copy, and tools/build_book.py fails if one imported the checkout. Reinstalled when a file of it changes.
+# that copy, and bookbuild/build_book.py fails if one imported the checkout. Reinstalled when a file of it changes.
 PKG_STAMP := $(VENV)/.package
 PKG_FILES := $(shell find transformer_lite -type f \( -name '*.py' -o -name '*.pt' -o -name '*.json' -o -name '*.po' \) 2>/dev/null)
 
@@ -87,28 +87,28 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 book: install
-	$(PY) tools/build_book.py
+	$(PY) -m bookbuild.build_book
 
 # nice, OMP_WAIT_POLICY=PASSIVE: Chromium lays out ~400 pages per edition and shares the machine.
 pdf: install
-	test -f _build/html/zh/index.html || $(PY) tools/build_book.py
-	OMP_WAIT_POLICY=PASSIVE nice $(PY) tools/build_pdf.py
+	test -f _build/html/zh/index.html || $(PY) -m bookbuild.build_book
+	OMP_WAIT_POLICY=PASSIVE nice $(PY) -m bookbuild.build_pdf
 
 # dist/: the site as a zip that opens from disk, both PDFs, every notebook of both editions, the wheel and the
-# sdist (tools/release.py; the site is built again after the PDFs so that every page links them).
+# sdist (bookbuild/release.py; the site is built again after the PDFs so that every page links them).
 # dist/ is then checked as a reader uses it (tests/test_release.py): the site zip unzipped and opened from disk, the
 # wheel installed into an empty venv translating with both shipped models.
 release: install
-	test -f _build/html/zh/index.html || $(PY) tools/build_book.py
-	OMP_WAIT_POLICY=PASSIVE nice $(PY) tools/build_pdf.py
-	$(PY) tools/build_book.py
-	$(PY) tools/release.py
+	test -f _build/html/zh/index.html || $(PY) -m bookbuild.build_book
+	OMP_WAIT_POLICY=PASSIVE nice $(PY) -m bookbuild.build_pdf
+	$(PY) -m bookbuild.build_book
+	$(PY) -m bookbuild.release
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_release.py
 
 # Point the committed files readers see as they are (README, CITATION.cff, pyproject.toml, CHANGELOG, _config.yml) at a new
 # repository: make repository REPO=owner/name [SITE=https://...]. A build alone takes BOOK_REPOSITORY instead.
 repository:
-	$(PYTHON) tools/repository.py set $(REPO) $(if $(SITE),--site $(SITE))
+	$(PYTHON) -m bookbuild.repository set $(REPO) $(if $(SITE),--site $(SITE))
 
 # Three workers on two cores: the two passes over the site (one worker each, at once) mostly wait on Chromium, page
 # loads and timers, and the third worker's tests (the package, the notebook runs) use the core they leave idle. Files
@@ -121,7 +121,7 @@ test: book
 
 # The linter runs first: it takes well under a second, and a problem it finds fails the target before four minutes
 # of tests.
-LINT_SCOPE := transformer_lite tools tests benchmarks
+LINT_SCOPE := transformer_lite bookbuild tests benchmarks
 check: $(PKG_STAMP)
 	$(PY) -m ruff check $(LINT_SCOPE)
 	$(PY) -m pytest -q tests -m "not browser and not slow"
@@ -144,7 +144,7 @@ portability: $(STAMP)
 OLDEST_PYTHON ?= python3.12
 .PHONY: test-oldest
 test-oldest:
-	$(PYTHON) tools/test_oldest.py --python $(OLDEST_PYTHON)
+	$(PYTHON) -m bookbuild.test_oldest --python $(OLDEST_PYTHON)
 
 # The targets below write what the package ships into the checkout, named here: the package's own path to its
 # assets may be the copy installed in the venv (benchmarks/run.py, a script, imports that copy), where git never
@@ -152,7 +152,7 @@ test-oldest:
 ASSETS := $(CURDIR)/transformer_lite/book/assets
 
 bench: $(PKG_STAMP) node_modules/.installed
-	$(PY) benchmarks/run.py --out $(ASSETS)/benchmarks.json
+	$(PY) -m benchmarks.run --out $(ASSETS)/benchmarks.json
 
 translator: $(STAMP)
 	$(PY) -m transformer_lite.book.pretrained --out-dir $(ASSETS)

@@ -2,7 +2,7 @@
 tests/test_explainer_web.py (what it shows) and `make bench` (how fast: benchmarks/run.py --only explainer ->
 benchmarks/explainer.json).
 
-    python benchmarks/explainer_page.py --runs 5 --out /tmp/explainer.json
+    python -m benchmarks.explainer_page --runs 5 --out /tmp/explainer.json
 
 ``View`` opens the page in its own browser context (nothing cached from another page), records every request and
 console message, and starts, steps and waits as a reader would. The page times each trace itself
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlencode
@@ -151,10 +150,9 @@ def run(runs: int = 5, html_dir: Path = HTML, log=print) -> dict:
     import platform
     import threading
 
-    sys.path.insert(0, str(ROOT / "tests"))
     from playwright.sync_api import sync_playwright
 
-    from chromium import ARGS, CHROMIUM
+    from bookbuild.chromium import ARGS, CHROMIUM
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):

@@ -7,16 +7,16 @@ to the imported package's copy: run as a script, this file imports the copy inst
 Every timing is a ratio measured in one process, the two sides interleaved, the
 median of repeated runs after a warm-up, with the thread count recorded.
 
-    python benchmarks/run.py            # everything (about 5-10 minutes on 2 cores)
-    python benchmarks/run.py --quick    # fewer repeats, no capstone (a smoke test)
-    python benchmarks/run.py --only notebooks   # each chapter's running time, alone, in a fresh kernel
+    python -m benchmarks.run            # everything (about 5-10 minutes on 2 cores)
+    python -m benchmarks.run --quick    # fewer repeats, no capstone (a smoke test)
+    python -m benchmarks.run --only notebooks   # each chapter's running time, alone, in a fresh kernel
                                                 # (benchmarks/notebooks.json; the line under each chapter's title)
-    python benchmarks/run.py --only lighthouse  # the built site on a phone: Lighthouse on the heaviest pages of
-                                                # both editions (benchmarks/lighthouse.py -> benchmarks/lighthouse.json)
-    python benchmarks/run.py --only translator  # the built site's translator box in Chromium, both models, over http
+    python -m benchmarks.run --only lighthouse  # the built site on a phone: Lighthouse on the heaviest pages of
+                                                # both editions (bookbuild/lighthouse.py -> benchmarks/lighthouse.json)
+    python -m benchmarks.run --only translator  # the built site's translator box in Chromium, both models, over http
                                                 # and from file://: its first and later translations against their
                                                 # budgets (benchmarks/translator_page.py -> benchmarks/translator.json)
-    python benchmarks/run.py --only explainer   # the built site's explainer page in Chromium: a 10-word sentence's
+    python -m benchmarks.run --only explainer   # the built site's explainer page in Chromium: a 10-word sentence's
                                                 # trace once the model is loaded, both models, against its budget
                                                 # (benchmarks/explainer_page.py -> benchmarks/explainer.json)
 
@@ -230,7 +230,7 @@ def bench_capstone():
                 wall_seconds=wall, report={k: v for k, v in report.items() if isinstance(v, (int, float, str))})
 
 
-NOTEBOOK_TIMES = Path(__file__).resolve().parent / "notebooks.json"  # tools/chapters.py header reads it
+NOTEBOOK_TIMES = Path(__file__).resolve().parent / "notebooks.json"  # bookbuild/chapters.py header reads it
 ROOT = Path(__file__).resolve().parent.parent
 # the checkout's copy of what the package ships; the imported package may be the copy installed in the venv
 RESULTS = ROOT / "transformer_lite" / "book" / "assets" / "benchmarks.json"
@@ -238,12 +238,10 @@ RESULTS = ROOT / "transformer_lite" / "book" / "assets" / "benchmarks.json"
 
 def bench_notebooks(paths=None) -> dict:
     """Each chapter run top to bottom in a fresh kernel, one at a time, as a reader's Jupyter runs it (live
-    controls): the running time under each chapter's title (tools/chapters.py header)."""
-    import sys
+    controls): the running time under each chapter's title (bookbuild/chapters.py header)."""
 
     root = Path(__file__).resolve().parent.parent
-    sys.path.insert(0, str(root / "tools"))
-    from run_notebooks import run_notebook
+    from bookbuild.run_notebooks import run_notebook
 
     seconds = {}
     for path in paths or sorted((root / "notebooks").glob("*.ipynb")):
@@ -258,16 +256,16 @@ def bench_notebooks(paths=None) -> dict:
 
 
 def bench_lighthouse(required: bool) -> dict | None:
-    """Lighthouse on the built site (benchmarks/lighthouse.py): written to benchmarks/lighthouse.json. Without a
+    """Lighthouse on the built site (bookbuild/lighthouse.py): written to benchmarks/lighthouse.json. Without a
     built site (make book) it is skipped, unless asked for alone (--only lighthouse)."""
-    import lighthouse
+    from bookbuild import lighthouse
 
     if not (lighthouse.HTML / "index.html").exists():
         if required:
             raise SystemExit(f"{lighthouse.HTML}: no built site; run `make book` first")
         print("lighthouse: skipped, no built site (make book)", flush=True)
         return None
-    results = lighthouse.measure(runs=5)  # the median of 5 runs a page: see benchmarks/lighthouse.py (a run in 4 or 5
+    results = lighthouse.measure(runs=5)  # the median of 5 runs a page: see bookbuild/lighthouse.py (a run in 4 or 5
     # on this machine paints its first frame ~1 s late with the page idle, and Lighthouse counts everything before it)
     lighthouse.OUT.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     met = "all goals met" if results["all_goals_met"] else "some goals NOT met"
@@ -280,7 +278,7 @@ def bench_translator(required: bool, runs: int = 5) -> dict | None:
     check that the page translates exactly as Python and bound its time only against a hang; the budgets (3 s to the
     grammar model's first translation, 5 s to the real model's, 100 ms each later one) are measured here. Without a
     built site it is skipped, unless asked for alone (--only translator)."""
-    import translator_page
+    from benchmarks import translator_page
 
     if not (translator_page.HTML / "index.html").exists():
         if required:
@@ -298,7 +296,7 @@ def bench_explainer(required: bool, runs: int = 5) -> dict | None:
     """The explainer page's speed (benchmarks/explainer_page.py): a 10-word sentence's trace after the model has
     loaded, against its budget (200 ms), written to benchmarks/explainer.json. The tests check what the page shows,
     never its speed. Without a built site it is skipped, unless asked for alone (--only explainer)."""
-    import explainer_page
+    from benchmarks import explainer_page
 
     if not (explainer_page.HTML / explainer_page.PAGE["en"]).exists():
         if required:

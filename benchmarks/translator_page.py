@@ -1,7 +1,7 @@
 """The translator box of the built site driven in Chromium: shared by tests/test_translator_web.py (exactness) and
 `make bench` (speed: benchmarks/run.py --only translator -> benchmarks/translator.json).
 
-    python benchmarks/translator_page.py --runs 5 --out /tmp/translator.json
+    python -m benchmarks.translator_page --runs 5 --out /tmp/translator.json
 
 ``Box`` opens one page with a translator box (its own browser context, so nothing is cached from another page)
 and types, selects and waits as a reader would; the page times each translation itself (``tlBox.timings``, the
@@ -195,17 +195,15 @@ def _line(row: dict) -> str:
 
 
 def run(runs: int = 5, html_dir: Path = HTML, log=print) -> dict:
-    """Start Chromium (tests/chromium.py: the tests' binary and flags) and serve ``html_dir`` (benchmarks/lighthouse.py:
+    """Start Chromium (tests/chromium.py: the tests' binary and flags) and serve ``html_dir`` (bookbuild/lighthouse.py:
     compressed as static hosts send it), measure over http and from file://, and add the machine."""
     import os
     import platform
 
-    sys.path.insert(0, str(ROOT / "tests"))
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from playwright.sync_api import sync_playwright
 
-    from chromium import ARGS, CHROMIUM
-    from lighthouse import serve
+    from bookbuild.chromium import ARGS, CHROMIUM
+    from bookbuild.lighthouse import serve
 
     server = serve(html_dir)
     started, load_before = time.perf_counter(), [round(x, 2) for x in os.getloadavg()]

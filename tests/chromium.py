@@ -1,4 +1,5 @@
-"""Debian's Chromium for the browser tests, in one place: the binary, its flags, and what happens without it.
+"""Debian's Chromium for the browser tests: what happens without it (the binary and its flags are
+bookbuild/chromium.py's, which the benchmarks share).
 
 ``conftest.py`` starts ONE browser per test process from these (Playwright's sync API allows one instance per
 process); tests/test_site.py, tests/test_translator_web.py and tests/test_jupyterlab.py use that fixture.
@@ -9,11 +10,9 @@ import os
 
 import pytest
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-# --disable-background-networking & co.: on a closed network Chromium's own connections fail, many at a time;
-# --disable-dev-shm-usage: JupyterLab's pages are large and /dev/shm in containers is small
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+from bookbuild.chromium import ARGS, CHROMIUM  # the binary and its flags, shared with the benchmarks
+
+__all__ = ["ARGS", "CHROMIUM", "IN_CI", "need"]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 

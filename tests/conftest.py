@@ -54,7 +54,7 @@ def built() -> Path:
     from test_site import HTML, ROOT
 
     if not (HTML / "index.html").exists():
-        subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py")], cwd=ROOT, check=True)
+        subprocess.run([sys.executable, "-m", "bookbuild.build_book"], cwd=ROOT, check=True)
     return HTML
 
 

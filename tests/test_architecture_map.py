@@ -2,7 +2,7 @@
 
 transformer_lite.book.architecture_map draws it: chapter 0 shows it with every part a link, the landing page as the
 image files book/architecture_map.svg and book/architecture_map.zh_CN.svg (Sphinx's figure_language_filename takes
-the second in the Chinese edition), which ``python tools/i18n.py notebooks`` writes. Its words come from the
+the second in the Chinese edition), which ``python -m bookbuild.i18n notebooks`` writes. Its words come from the
 package's catalog (tr), in the current language: the Chinese notebooks call ``setup(..., language="zh")``.
 
 The last test reads the built site and is skipped when it has no Chinese edition.
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from bookbuild.translation.landing_maps import LANDING_MAPS, landing_maps
 from transformer_lite.book import architecture_map, i18n as package_i18n
-from translation.landing_maps import LANDING_MAPS, landing_maps
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,10 +107,10 @@ def test_an_english_label_on_a_chinese_map_fails_the_check(language):
 
 
 def test_the_landing_pages_maps_are_the_packages_drawing():
-    """book/architecture_map.svg and .zh_CN.svg are generated: `python tools/i18n.py notebooks` writes them."""
+    """book/architecture_map.svg and .zh_CN.svg are generated: `python -m bookbuild.i18n notebooks` writes them."""
     for path, text in landing_maps().items():
         assert path.exists() and path.read_text(encoding="utf-8") == text, \
-            f"{path.relative_to(ROOT)} is not the package's drawing: run `python tools/i18n.py notebooks`"
+            f"{path.relative_to(ROOT)} is not the package's drawing: run `python -m bookbuild.i18n notebooks`"
     assert LANDING_MAPS["zh"].name == "architecture_map.zh_CN.svg"  # Sphinx's "{root}.{language}{ext}"
 
 

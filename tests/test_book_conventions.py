@@ -4,7 +4,7 @@
   then a one-line check ``check.exercise_N_M(...)``, then the solution: tagged ``hide-cell`` and
   ``solution``, collapsed in Jupyter (``jupyter.source_hidden``), behind a "Show solution" toggle on the
   site, folded in Colab too (``cellView: form`` and a ``#@title`` line), and ending in the same check (which
-  the build runs strictly: tools/build_book.py).
+  the build runs strictly: bookbuild/build_book.py).
 * Prediction and exercise ids name their own chapter (``check.predict("7.1", ...)`` in chapter 7 only).
 * Every check rejects the wrong answers it registers, and says "not answered yet" to a skeleton.
 * Misconception notes have their three parts: what circulates, what is true, where it is checked.

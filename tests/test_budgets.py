@@ -1,6 +1,6 @@
 """Every page of the built site within the budgets that make it fast on a phone, without a browser.
 
-Lighthouse (benchmarks/lighthouse.py, `make bench`) measures the pages in its default mobile emulation: a
+Lighthouse (bookbuild/lighthouse.py, `make bench`) measures the pages in its default mobile emulation: a
 mid-range phone on slow 4G (1.6 Mbit/s, 150 ms round trips, a CPU 4x slower than a desktop's). Its timings move
 with the machine that runs it; what they follow does not, and is checked here, on EVERY page of both editions
 (50 pages today, a few seconds: reading and gzip-compressing files, no timing):
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HTML = Path(os.environ.get("SITE_HTML", ROOT / "_build" / "html"))
 
 CRITICAL_KIB = 200      # the page + its stylesheets + its fonts, gzip (measured: 186 KiB at most, zh chapter 12;
-                        # the fonts alone were 386 KB on chapter 3 before tools/slim_static.py)
+                        # the fonts alone were 386 KB on chapter 3 before bookbuild/slim_static.py)
 BEFORE_USE_KIB = 260    # + its scripts and eager images (measured: 243 KiB at most, zh chapter 12)
 DOM_ELEMENTS = 7_700    # elements outside <template> (measured: 7,235 at most, chapter 2; 9,949 before the plain
                         # code spans were unwrapped)
@@ -71,9 +71,9 @@ def local(page: Path, url: str) -> Path | None:
 
 def fonts(page: Path, text: str | None) -> list[Path]:
     """The web fonts the page's first layout asks for, at the browser's highest priority: Font Awesome's (the
-    header's icons, the admonitions' and arrows' characters: tools/slim_static.py keeps three small WOFF files)
-    and each MathJax font its formulas draw in (tools/slim_static.py page_formula_characters)."""
-    import slim_static
+    header's icons, the admonitions' and arrows' characters: bookbuild/slim_static.py keeps three small WOFF files)
+    and each MathJax font its formulas draw in (bookbuild/slim_static.py page_formula_characters)."""
+    from bookbuild import slim_static
 
     text = page.read_text(encoding="utf-8") if text is None else text
     found = sorted((HTML / "_static" / slim_static.FA_FONTS).glob("*.woff"))
@@ -153,7 +153,7 @@ def test_no_render_blocking_script():
 
 
 def test_no_math_script():
-    """The math is typeset at build time (tools/sphinx_ext/tl_math.py): no MathJax (or other math) script anywhere,
+    """The math is typeset at build time (bookbuild/sphinx_ext/tl_math.py): no MathJax (or other math) script anywhere,
     and every formula of every page is already MathJax's CommonHTML, with its assistive MathML for screen readers."""
     found = {n: s for n, r in site().items() for s in r["scripts"]
              if re.search(r"mathjax|katex|tex-chtml|tex-svg", s, re.I)}

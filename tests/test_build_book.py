@@ -1,4 +1,4 @@
-"""tools/build_book.py without a full build: the toc it reads, the configuration it relies on instead of
+"""bookbuild/build_book.py without a full build: the toc it reads, the configuration it relies on instead of
 editing the built HTML, the checks that fail the build, and the kernels' tqdm set-up."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import yaml
 from nbclient import NotebookClient
 
-import build_book as bb
+from bookbuild import build_book as bb
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,7 +116,7 @@ def test_the_extensions_are_jupyter_books_own_without_thebe():
     ours = _config()["sphinx"]["config"]["extensions"]
     assert "sphinx_thebe" in get_default_sphinx_config()["extensions"]
     assert ours == [e for e in get_default_sphinx_config()["extensions"] if e != "sphinx_thebe"] + [
-        "sphinxcontrib.bibtex", "tl_book", "tl_math"]  # and the book's own (tools/sphinx_ext/tl_book.py, tl_math.py)
+        "sphinxcontrib.bibtex", "bookbuild.sphinx_ext.tl_book", "bookbuild.sphinx_ext.tl_math"]  # and the book's own
     assert _config()["launch_buttons"]["thebe"] is False  # the extension would be needed for thebe
 
 
@@ -181,21 +181,22 @@ def _names_in_the_repository() -> set[str]:
 
 
 def test_every_file_named_in_the_configuration_tools_and_prose_exists():
-    """Paths into the repository (tools/..., notebooks/..., binder/...) and every *.md named, in the
+    """Paths into the repository (bookbuild/..., notebooks/..., binder/...) and every *.md named, in the
     configuration, the Makefile, CI and the workflows, the tools, the prose (README, CONTRIBUTING, book/) and the
     package. ``NN`` stands for a chapter's number (notebooks/NN_x.ipynb, check/chNN.py): not a file."""
     named_in = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CITATION.cff", ROOT / ".pre-commit-config.yaml",
                 *(ROOT / ".github" / "workflows").glob("*.yml"),
                 ROOT / "_config.yml", ROOT / "_toc.yml", ROOT / "Makefile", ROOT / ".ci" / "run",
-                *(ROOT / "book").glob("*.md"), *(ROOT / "tools").glob("*.py"), *(ROOT / "tools").glob("*.sh"),
-                *(ROOT / "tools" / "site_assets").iterdir(), *(ROOT / "transformer_lite").rglob("*.py")]
+                *(ROOT / "book").glob("*.md"), *(ROOT / "bookbuild").glob("*.py"), *(ROOT / "bookbuild").glob("*.sh"),
+                *(ROOT / "bookbuild" / "site_assets").iterdir(), *(ROOT / "transformer_lite").rglob("*.py")]
     names = _names_in_the_repository()
-    top = "tools|tests|notebooks|binder|benchmarks|transformer_lite|\\.ci"
+    top = "bookbuild|tests|notebooks|binder|benchmarks|transformer_lite|\\.ci"
     missing = []
     for f in named_in:
         text = f.read_text(encoding="utf-8")
         for ref in re.findall(r"(?<![\w./-])((?:%s)/[\w./-]*[\w-])" % top, text):
-            if not re.search(r"NN[_.]", ref) and not any((ROOT / f"{ref}{ext}").exists()
+            page = ref.removesuffix(".html")  # or a page of the built site: its notebook or markdown file
+            if not re.search(r"NN[_.]", ref) and not any((ROOT / f"{name}{ext}").exists() for name in (ref, page)
                                                          for ext in ("", ".ipynb", ".md")):
                 missing.append(f"{f.relative_to(ROOT)}: {ref}")
         missing += [f"{f.relative_to(ROOT)}: {m}" for m in re.findall(r"[\w.-]+\.md\b", text) if m not in names]
@@ -225,7 +226,7 @@ def _kinds(outputs) -> set:
 
 
 def test_tqdm_disable_alone_still_draws_a_widget_in_a_kernel(tmp_path):
-    """Why tools/kernel_startup.py exists. If this fails, tqdm honours TQDM_DISABLE in Jupyter now:
+    """Why bookbuild/kernel_startup.py exists. If this fails, tqdm honours TQDM_DISABLE in Jupyter now:
     set it in build_book.build_env and delete the start-up file."""
     env = bb.build_env(tmp_path / ".ipython")
     env["IPYTHONDIR"] = str(tmp_path / "plain-ipython")  # no start-up file
@@ -269,7 +270,7 @@ def test_the_extension_styles_a_misconception_note_and_nothing_else():
 
     from docutils import nodes
 
-    import tl_book
+    from bookbuild.sphinx_ext import tl_book
 
     doctree = _doctree('> **Misconception.** "X is Y."\n>\n> **What is true.** Z.\n>\n> **Checked** below.\n\n'
                        "> **Note.** an ordinary quote\n")
@@ -282,13 +283,13 @@ def test_the_extension_styles_a_misconception_note_and_nothing_else():
 
 
 def test_the_extension_drops_jupyterlabs_section_anchors_and_no_other_html():
-    """The notebooks' `<div id="slug"></div>` lines before a heading (tools/i18n.py anchors) are for JupyterLab; the
+    """The notebooks' `<div id="slug"></div>` lines before a heading (bookbuild/i18n.py anchors) are for JupyterLab; the
     site's section already has that id, so the extension removes them (one element per id, for axe), and runs
     before the deep-dive fold (a stray node at a deep dive's end would make an empty fold). Other HTML stays."""
 
     from docutils import nodes
 
-    import tl_book
+    from bookbuild.sphinx_ext import tl_book
 
     doctree = _doctree('## A\n\ntext\n\n<div id="the-math"></div>\n\n## The math\n\n'
                        '<div id="ε-x"></div><div id="%CE%B5-x"></div>\n\n## ε x\n\n'
@@ -307,7 +308,7 @@ def test_the_extension_styles_a_chinese_misconception_note_with_its_stop_outside
 
     from docutils import nodes
 
-    import tl_book
+    from bookbuild.sphinx_ext import tl_book
 
     for source in ("> **常见误解**。“X 是 Y。”\n>\n> **事实**。Z。\n",
                    "> **常见误解。** “X 是 Y。”\n>\n> **事实**。Z。\n",
@@ -320,13 +321,13 @@ def test_the_extension_styles_a_chinese_misconception_note_with_its_stop_outside
 
 
 def test_our_webpack_macros_are_the_themes_without_fontawesome_js():
-    """tools/sphinx_ext/templates/static/webpack-macros.html drops the theme's 1.5 MB fontawesome.js from every
+    """bookbuild/sphinx_ext/templates/static/webpack-macros.html drops the theme's 1.5 MB fontawesome.js from every
     page (its CSS draws the icons with web fonts); a theme update that changes the file must be followed."""
     import pydata_sphinx_theme
 
     theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
     theme = theme / "static" / "webpack-macros.html"
-    ours = ROOT / "tools" / "sphinx_ext" / "templates" / "static" / "webpack-macros.html"
+    ours = ROOT / "bookbuild" / "sphinx_ext" / "templates" / "static" / "webpack-macros.html"
     theirs = [line for line in theme.read_text(encoding="utf-8").splitlines()
               if "scripts/fontawesome.js" not in line and "So that users can add custom icons" not in line]
     assert len(theirs) == len(theme.read_text(encoding="utf-8").splitlines()) - 2
@@ -335,7 +336,7 @@ def test_our_webpack_macros_are_the_themes_without_fontawesome_js():
 
 def test_the_build_fails_if_a_kernel_imported_the_package_from_the_checkout(tmp_path):
     """Every chapter runs from the package as pip installs it: the build's kernels record where they imported
-    transformer_lite from (tools/kernel_startup.py), and a record pointing into the checkout is a problem."""
+    transformer_lite from (bookbuild/kernel_startup.py), and a record pointing into the checkout is a problem."""
     log = tmp_path / "imports"
     log.mkdir()
     (log / "101.txt").write_text("/x/.venv/lib/python3.11/site-packages/transformer_lite/__init__.py")
@@ -367,7 +368,7 @@ def _search_index(folder: Path, terms: dict, titleterms: dict | None = None) -> 
 
 def test_the_build_fails_a_chinese_search_index_without_chinese_words(tmp_path):
     """Without jieba Sphinx's Chinese index holds no Chinese word (measured: 0, and 3,984 with it): the build fails."""
-    from translation.search import search_words
+    from bookbuild.translation.search import search_words
 
     glossary = {w: 0 for w in search_words()}
     many = {chr(0x4E00 + i) + chr(0x4E00 + i + 1): 0 for i in range(bb.MIN_CHINESE_TERMS)}
@@ -383,7 +384,7 @@ def test_the_build_fails_a_chinese_search_index_without_chinese_words(tmp_path):
 def test_the_chinese_edition_needs_jieba(monkeypatch):
     import importlib.util
 
-    from translation.search import require_jieba
+    from bookbuild.translation.search import require_jieba
 
     require_jieba()  # installed by `make install` (requirements.in)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jieba" else object())
@@ -396,7 +397,7 @@ def test_the_glossarys_terms_are_words_of_the_chinese_search(tmp_path):
     and still indexes their parts; its own dictionary cuts 位置编码 into 位置 + 编码."""
     import jieba
 
-    from translation.search import search_dictionary, search_words
+    from bookbuild.translation.search import search_dictionary, search_words
 
     tokenizer = jieba.Tokenizer()
     assert "位置编码" not in set(tokenizer.cut_for_search("位置编码的波长"))
@@ -417,7 +418,7 @@ def test_the_chinese_search_language_splits_and_stems_as_sphinxs():
 
     from sphinx.search.zh import SearchChinese
 
-    import tl_book
+    from bookbuild.sphinx_ext import tl_book
 
     registered = []
     app = SimpleNamespace(config=SimpleNamespace(language="zh_CN"), add_search_language=registered.append)

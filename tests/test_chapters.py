@@ -1,4 +1,4 @@
-"""A chapter in one sitting (tools/chapters.py): deep dives well formed and folded in both editions, a core path of
+"""A chapter in one sitting (bookbuild/chapters.py): deep dives well formed and folded in both editions, a core path of
 at most 2,800 words (deep-dive teasers included), the line under the title current, a predict-then-run question in
 every chapter, and chapters that use nothing a later chapter teaches."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import chapters
+from bookbuild import chapters
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ def test_the_book_has_deep_dives():
 def test_deep_dives_are_well_formed(path):
     """A deep dive's cell is its heading and one paragraph; it ends at a later heading (it cannot swallow the
     exercises); the Chinese notebook's heading reads 深入：. The line <div id="slug"></div> before a linked heading
-    (tools/i18n.py anchors, for JupyterLab; the site drops it) is not a block of the cell's text."""
+    (bookbuild/i18n.py anchors, for JupyterLab; the site drops it) is not a block of the cell's text."""
     nb, zh = _nb(path), _nb(_zh(path))
     where = chapters.sections(nb)
     for i in chapters.deep_dive_heads(nb):
@@ -55,10 +55,10 @@ def test_deep_dives_are_well_formed(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_deep_dives_are_folded_in_jupyterlab_and_colab(path):
-    """tools/chapters.py fold has been run on both editions: the metadata matches the headings."""
+    """bookbuild/chapters.py fold has been run on both editions: the metadata matches the headings."""
     for p in (path, _zh(path)):
         nb = _nb(p)
-        assert not chapters.fold(copy.deepcopy(nb)), f"{p}: run tools/chapters.py fold (then tools/i18n.py notebooks)"
+        assert not chapters.fold(copy.deepcopy(nb)), f"{p}: run python -m bookbuild.chapters fold, then i18n notebooks"
         heads = chapters.deep_dive_heads(nb)
         assert nb["metadata"].get("colab", {}).get("collapsed_sections", []) == \
             [nb["cells"][i]["metadata"]["id"] for i in heads]
@@ -78,12 +78,12 @@ def test_the_line_under_the_title_is_current(path):
     """Reading time from the core path as it is now, running time as measured, in both editions."""
     nb = _nb(path)
     cell = chapters.header_cell(nb)
-    assert cell is not None and nb["cells"].index(cell) == 1, f"{path.name}: run tools/chapters.py header"
+    assert cell is not None and nb["cells"].index(cell) == 1, f"{path.name}: run python -m bookbuild.chapters header"
     times = json.loads(chapters.TIMES.read_text(encoding="utf-8"))["seconds"]
     assert chapters.source(cell) == chapters.header_line(path.stem, nb, times[path.stem]), \
-        f"{path.name}: the line under the title is stale: run tools/chapters.py header"
+        f"{path.name}: the line under the title is stale: run python -m bookbuild.chapters header"
     zh = chapters.source(chapters.header_cell(_nb(_zh(path))))
-    zh = zh.replace("](../../book/", "](../book/")  # the Chinese notebooks sit one folder deeper (tools/i18n.py)
+    zh = zh.replace("](../../book/", "](../book/")  # the Chinese notebooks sit one folder deeper (bookbuild/i18n.py)
     assert zh == chapters.header_line(path.stem, nb, times[path.stem], zh=True)
 
 

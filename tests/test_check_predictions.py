@@ -167,7 +167,7 @@ def test_an_exercise_of_numbers_carries_what_its_check_compares_with(monkeypatch
     monkeypatch.setenv("TRANSFORMER_LITE_STATIC", "1")
     todo = check.exercise_5_1(..., ..., ...)._repr_html_()
     assert _attr(todo, "data-tl-answers") == ["my_mean", "my_variance", "my_output"]
-    assert 'data-tl-cell=""' in todo  # the site's extension names the cell (tools/sphinx_ext/tl_book.py)
+    assert 'data-tl-cell=""' in todo  # the site's extension names the cell (bookbuild/sphinx_ext/tl_book.py)
     x = torch.tensor([2.0, 4.0, 6.0, 8.0])
     right = check.exercise_5_1(5.0, 5.0, F.layer_norm(x, (4,)))._repr_html_()  # one float object for two answers
     key = _attr(right, "data-tl-key")
@@ -197,11 +197,11 @@ def test_a_wrong_answer_in_the_build_writes_nothing_extra(monkeypatch):
 
 
 def test_the_site_names_the_cell_an_exercise_links_to_in_colab():
-    """tools/sphinx_ext/tl_book.py fills in the cell's id (the answer cell above the check) from the notebook."""
+    """bookbuild/sphinx_ext/tl_book.py fills in the cell's id (the answer cell above the check) from the notebook."""
 
     from docutils import nodes
 
-    import tl_book
+    from bookbuild.sphinx_ext import tl_book
 
     path = ROOT / "notebooks" / "05_add_norm_ffn.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]

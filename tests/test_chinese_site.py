@@ -1,9 +1,9 @@
 """The Chinese site shows what the Chinese notebooks produce, and every figure has an alt text of its own words.
 
-tools/build_book.py executes notebooks/zh/ in a pass of its own (TRANSFORMER_LITE_LANGUAGE=zh, cache
+bookbuild/build_book.py executes notebooks/zh/ in a pass of its own (TRANSFORMER_LITE_LANGUAGE=zh, cache
 _build/.jupyter_cache_zh) and builds each Chinese chapter page from the English markdown (translated by the
-catalogs) with the Chinese notebook's executed code cells (tools/i18n.py zh_site_notebooks, read by
-tools/sphinx_ext/tl_book.py instead of the English file). transformer_lite.book.plotting gives every figure's PNG
+catalogs) with the Chinese notebook's executed code cells (bookbuild/i18n.py zh_site_notebooks, read by
+bookbuild/sphinx_ext/tl_book.py instead of the English file). transformer_lite.book.plotting gives every figure's PNG
 output an alt text made of the figure's texts, and tl_book.py puts it into the page's <img alt>.
 
 The first tests need no build. The others read the built site (_build/html, or SITE_HTML) and are skipped when
@@ -23,9 +23,9 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-import build_book as bb
-from translation.edition import site_notebook, zh_site_notebooks
-from translation.paths import ZH_NOTEBOOKS
+from bookbuild import build_book as bb
+from bookbuild.translation.edition import site_notebook, zh_site_notebooks
+from bookbuild.translation.paths import ZH_NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,7 +135,7 @@ def test_the_site_takes_an_images_alt_from_its_output_metadata():
     from docutils import nodes
     from myst_nb.core.render import MimeData, NbElementRenderer
 
-    import tl_book
+    from bookbuild.sphinx_ext import tl_book
 
     tl_book.alt_text_from_outputs()
     tl_book.alt_text_from_outputs()  # wrapped once
@@ -219,7 +219,7 @@ def test_the_chinese_pages_come_from_the_cache_and_are_rewritten_only_when_they_
 
 
 def test_the_chinese_edition_reads_a_chapter_from_the_notebook_it_is_given(tmp_path):
-    import tl_book
+    from bookbuild.sphinx_ext import tl_book
 
     page = tmp_path / "05.ipynb"
     page.write_text('{"cells": []}', encoding="utf-8")
@@ -271,7 +271,7 @@ def test_the_themes_words_come_from_the_books_catalog_after_the_themes_own(tmp_p
 
     from sphinx import locale
 
-    import tl_book
+    from bookbuild.sphinx_ext import tl_book
 
     (tmp_path / "zh_CN" / "LC_MESSAGES").mkdir(parents=True)
     shutil.copy(THEME_PO, tmp_path / "zh_CN" / "LC_MESSAGES" / "booktheme.po")

@@ -1,5 +1,5 @@
 """The explainer's page, without a browser: transformer_lite.book.explain_view (the view's HTML and settings, in
-either language) and what tools/site_assets/tl-explainer.js writes (every text in the package's catalog, the steps'
+either language) and what bookbuild/site_assets/tl-explainer.js writes (every text in the package's catalog, the steps'
 ids and titles the module names). The page in Chromium: tests/test_explainer_web.py."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from transformer_lite.book.explain_view import (
 from transformer_lite.book.translate import SHIPPED, read_english, reading_of, shipped_examples, shipped_translator
 
 ROOT = Path(__file__).resolve().parent.parent
-JS = (ROOT / "tools" / "site_assets" / "tl-explainer.js").read_text(encoding="utf-8")
+JS = (ROOT / "bookbuild" / "site_assets" / "tl-explainer.js").read_text(encoding="utf-8")
 STRING = r'"(?:[^"\\]|\\.)*"'
 HAN = re.compile(r"[\u3400-\u9fff]")
 # three plain English words in a row, once {fields}, <tokens>, code and formulas are taken out

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from explainer_page import PAGE, View, url
+from benchmarks.explainer_page import PAGE, View, url
 from test_site import AXE, AXE_TAGS, SHOTS, _need
 from test_translator_web import assert_same_trace
 from transformer_lite.book import explain, i18n

@@ -1,8 +1,8 @@
 """The Chinese edition's sources: every English message translated, well formed, in the glossary's terms;
-the Chinese notebooks generated from them and up to date (tools/i18n.py).
+the Chinese notebooks generated from them and up to date (bookbuild/i18n.py).
 
 A change to an English paragraph makes its message missing from the catalog (or fuzzy after
-`python tools/i18n.py update`), and these tests fail, naming the page and the paragraph, until the
+`python -m bookbuild.i18n update`), and these tests fail, naming the page and the paragraph, until the
 Chinese is updated in the same commit. The built editions are tested in a browser by tests/test_site.py.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import polib
 import pytest
 
-from translation import checks
-from translation.anchors import (
+from bookbuild.translation import checks
+from bookbuild.translation.anchors import (
     anchor_ids,
     cross_chapter_links,
     heading_anchors,
@@ -23,7 +23,7 @@ from translation.anchors import (
     heading_slugs,
     link_targets,
 )
-from translation.code_cells import (
+from bookbuild.translation.code_cells import (
     _offsets,
     _python_source,
     code_catalog_path,
@@ -37,12 +37,12 @@ from translation.code_cells import (
     display_width,
     figure_literals,
 )
-from translation.messages import message_problems
-from translation.notebooks import CODE_PROMPTS, chinese_notebooks, chinese_toggles, translate_markdown
-from translation.paths import TERMINOLOGY, ZH_NOTEBOOKS
-from translation.search import search_words
-from translation.sphinx_catalogs import extract, pages
-from translation.style import (
+from bookbuild.translation.messages import message_problems
+from bookbuild.translation.notebooks import CODE_PROMPTS, chinese_notebooks, chinese_toggles, translate_markdown
+from bookbuild.translation.paths import TERMINOLOGY, ZH_NOTEBOOKS
+from bookbuild.translation.search import search_words
+from bookbuild.translation.sphinx_catalogs import extract, pages
+from bookbuild.translation.style import (
     RULE_NAMES,
     exercise_instructions,
     figure_number_problems,
@@ -52,7 +52,7 @@ from translation.style import (
     style_problems,
     unit_problems,
 )
-from translation.terminology import (
+from bookbuild.translation.terminology import (
     first_use_problems,
     forbidden_problems,
     glossary_terms,
@@ -76,12 +76,12 @@ def pot(tmp_path_factory):
 
 def test_every_english_message_has_a_chinese_translation(pot):
     problems = checks.check(pot)
-    assert not problems, f"{len(problems)} message(s) to translate or fix (python tools/i18n.py update, then " \
+    assert not problems, f"{len(problems)} message(s) to translate or fix (python -m bookbuild.i18n update, then " \
                          f"edit locales/zh_CN/LC_MESSAGES/):\n" + "\n".join(problems[:40])
 
 
 def test_the_extraction_covers_every_page_of_the_book(pot):
-    from build_book import toc_entries
+    from bookbuild.build_book import toc_entries
 
     assert set(pages(pot)) >= set(toc_entries(ROOT / "_toc.yml"))
 
@@ -430,9 +430,9 @@ def test_translate_markdown_fails_loudly_where_a_paragraph_is_not_where_its_toke
 def test_the_chinese_notebooks_are_generated_and_up_to_date():
     expected = chinese_notebooks()
     on_disk = {p: p.read_text(encoding="utf-8") for p in sorted(ZH_NOTEBOOKS.glob("*.ipynb"))}
-    assert set(on_disk) == set(expected), "run `python tools/i18n.py notebooks`"
+    assert set(on_disk) == set(expected), "run `python -m bookbuild.i18n notebooks`"
     stale = [p.name for p in expected if on_disk[p] != expected[p]]
-    assert not stale, f"stale Chinese notebooks: {stale}; run `python tools/i18n.py notebooks` and commit them"
+    assert not stale, f"stale Chinese notebooks: {stale}; run `python -m bookbuild.i18n notebooks` and commit them"
 
 
 def _code_tokens(source: str) -> list[tuple[int, str]]:
@@ -650,7 +650,7 @@ def test_code_update_keeps_translations_marks_changed_ones_fuzzy_and_drops_stale
     for p in sorted((ROOT / "notebooks").glob("*.ipynb"))])
 def test_every_comment_and_figure_string_has_a_chinese_translation(notebook):
     problems = code_check([notebook])
-    assert not problems, (f"{len(problems)} code message(s) to translate or fix (python tools/i18n.py update, "
+    assert not problems, (f"{len(problems)} code message(s) to translate or fix (python -m bookbuild.i18n update, "
                           f"then edit {code_catalog_path(notebook).relative_to(ROOT)}):\n"
                           + "\n".join(problems[:40]))
 
@@ -677,7 +677,8 @@ def test_the_chinese_notebooks_solutions_fold_under_chinese_toggles():
             found += 1
         text = zh.read_text(encoding="utf-8")
         assert "Show solution" not in text and "Hide solution" not in text, zh.name
-    assert not bad, "solutions of notebooks/zh/ whose toggles are not Chinese (python tools/i18n.py notebooks):\n" + \
+    assert not bad, "solutions of notebooks/zh/ whose toggles are not Chinese (python -m bookbuild.i18n notebooks):" \
+        "\n" + \
         "\n".join(bad[:20])
     assert found >= 60
 
@@ -705,7 +706,7 @@ def test_the_glossarys_terms_are_words_for_the_chinese_search():
 def test_every_section_link_has_its_anchor_and_no_anchor_is_stale(folder):
     """A link [..](#slug) or [..](NN_x.ipynb#slug) names the English heading's MyST slug, which JupyterLab does not
     know (it names a heading by its text): the line `<div id="slug"></div>` right before the heading, in both
-    editions, is what it finds (heading_anchors, written by `tools/i18n.py anchors`), with the percent-encoded
+    editions, is what it finds (heading_anchors, written by `bookbuild/i18n.py anchors`), with the percent-encoded
     id beside it when that differs. Each heading a link targets has exactly one such line, and no line names a
     section no link targets (a renamed heading or a dropped link leaves none behind)."""
     targets = link_targets()

@@ -2,7 +2,7 @@
 cell's own command, into an environment like Colab's.
 
 What each chapter needs from the package *as pip installs it* is checked by the book build itself:
-``make install`` installs a wheel (not ``-e .``), and tools/build_book.py executes every chapter in a new
+``make install`` installs a wheel (not ``-e .``), and bookbuild/build_book.py executes every chapter in a new
 EMPTY folder with an empty ``TRANSFORMER_LITE_CACHE``, and fails if any kernel imported transformer_lite
 from the checkout. So this file no longer re-runs the chapters (it did until the build did that); what it
 adds is what only a Colab-like install shows:
@@ -26,7 +26,7 @@ adds is what only a Colab-like install shows:
    with URL = ``file://<the source>``, run as ``%pip`` runs it (``<venv python> -m pip install``).
    The install is faithful: bertviz brings its declared dependencies (transformers, boto3,
    sentencepiece), as in Colab, and the preinstalled torch must stay.
-4. **A chapter in that environment**, with ``tools/run_notebooks.py`` copied out of the checkout and run by
+4. **A chapter in that environment**, with ``bookbuild/run_notebooks.py`` copied out of the checkout and run by
    the venv's Python, in a new kernel, a new empty folder, with ``HOME`` and ``TRANSFORMER_LITE_CACHE``
    empty temporary folders, no ``PYTHONPATH``, no ``TRANSFORMER_LITE_*`` variables (live controls): first a
    probe that checks the kernel imports the INSTALLED package, then chapter 9 (:data:`COLAB_CHAPTER`),
@@ -256,7 +256,7 @@ def test_the_installed_package_ships_the_translator(colab, source, tmp_path, cap
 def test_a_chapter_runs_in_the_colab_install(colab, source, tmp_path, capsys):
     runner = tmp_path / "runner" / "run_notebooks.py"   # a copy: nothing is imported from the checkout
     runner.parent.mkdir()
-    shutil.copy2(source / "tools" / "run_notebooks.py", runner)
+    shutil.copy2(source / "bookbuild" / "run_notebooks.py", runner)
     chapter = source / "notebooks" / COLAB_CHAPTER
     probe = probe_notebook(tmp_path / "runner" / "00_probe_installed_package.ipynb", colab["venv"])
     results_file = tmp_path / "results.json"
@@ -308,7 +308,7 @@ def test_sdist_and_wheel_contain_the_shipped_translator(source, tmp_path):
 
 def test_the_declared_torch_floor_is_a_torch_the_tests_run():
     """pyproject.toml may not promise a torch that no test runs: its floor is the torch `make test-oldest` installs
-    (tools/test_oldest.py reads it from there, and the scheduled workflow runs it), and it is no newer than the
+    (bookbuild/test_oldest.py reads it from there, and the scheduled workflow runs it), and it is no newer than the
     torch the whole suite runs (requirements.in)."""
     import tomllib
 

@@ -324,7 +324,7 @@ class Page:
 
     # ------------------------------------------------------------ controls
     def open_deep_dives(self):
-        """Click every collapsed heading's "N cells hidden" button: controls inside a deep dive (tools/chapters.py)
+        """Click every collapsed heading's "N cells hidden" button: controls inside a deep dive (bookbuild/chapters.py)
         are hidden until the reader opens it."""
         buttons = self.page.locator(f"{NB} .jp-showHiddenCellsButton")
         for _ in range(50):
@@ -433,7 +433,7 @@ def test_translator_chapters_run_clean(lab, browser, notebook):
 def _first_deep_dive(folder: Path) -> tuple[str, int, int]:
     """(notebook name, index of its first deep dive's heading cell, number of cells the deep dive holds)."""
 
-    import chapters
+    from bookbuild import chapters
 
     for path in sorted(folder.glob("*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
@@ -449,7 +449,7 @@ def _first_deep_dive(folder: Path) -> tuple[str, int, int]:
 @pytest.mark.parametrize("edition", ["", "zh/"])
 def test_deep_dives_open_collapsed(lab, browser, edition):
     """A deep dive opens collapsed under its heading, in both editions (jp-MarkdownHeadingCollapsed, written by
-    tools/chapters.py fold): its heading cell shows, the cells under it are hidden, and the heading's button, which
+    bookbuild/chapters.py fold): its heading cell shows, the cells under it are hidden, and the heading's button, which
     says how many cells it hides, opens them."""
     name, head, inside = _first_deep_dive(ROOT / "notebooks" / edition.rstrip("/"))
     page = Page(browser, lab, f"{edition}{name}")
@@ -481,7 +481,7 @@ def test_deep_dives_open_collapsed(lab, browser, edition):
 
 def _heading_cells() -> dict:
 
-    from translation.anchors import heading_cells
+    from bookbuild.translation.anchors import heading_cells
 
     return heading_cells()
 
@@ -493,7 +493,7 @@ def _in_view(page: Page, fragment: str) -> dict:
       const el = document.querySelector(nb + ` [data-jupyter-id="${CSS.escape(id)}"]`);
       const panel = document.querySelector(nb).closest('.jp-WindowedPanel-outer') || document.querySelector(nb);
       if (!el) return {found: false};
-      // the anchor line right before the heading (tools/i18n.py anchors): the heading is the next element
+      // the anchor line right before the heading (bookbuild/i18n.py anchors): the heading is the next element
       const h = 'h1, h2, h3, h4, h5, h6', next = el.nextElementSibling;
       const heading = el.closest(h) || (next && next.matches(h) ? next : null);
       const r = el.getBoundingClientRect(), p = panel.getBoundingClientRect();
@@ -519,7 +519,7 @@ def test_section_links_land_on_their_heading(lab, browser, edition):
     a link to chapter 7 opens it, and once it is open, shows the heading. The links name the English heading's MyST
     slug (what the site's sections are called). JupyterLab looks a fragment up as an element's data-jupyter-id (its
     sanitizer's name for an `id`); both editions put <div id="english-slug"></div> right before each linked heading
-    (`tools/i18n.py anchors`); notebooks/zh/ name another chapter's section by its cell (#cell-id=...,
+    (`bookbuild/i18n.py anchors`); notebooks/zh/ name another chapter's section by its cell (#cell-id=...,
     translation.anchors.cross_chapter_links), notebooks/ by its slug (the site needs it), which JupyterLab looks up in
     the rendered cells."""
     page = Page(browser, lab, f"{edition}appendix_c_pitfalls.ipynb")

@@ -1,4 +1,4 @@
-"""The code is lint-clean: ruff (pyproject.toml [tool.ruff]) over the package, tools/, tests/ and benchmarks/.
+"""The code is lint-clean: ruff (pyproject.toml [tool.ruff]) over the package, bookbuild/, tests/ and benchmarks/.
 
 `make check` runs the same command before its tests, and the pre-commit hook runs it on a commit's files; this test
 checks what is committed, so nothing depends on a contributor having either. ruff comes from requirements.lock: where
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCOPE = ["transformer_lite", "tools", "tests", "benchmarks"]
+SCOPE = ["transformer_lite", "bookbuild", "tests", "benchmarks"]
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +63,37 @@ def test_the_configured_rules_catch_what_they_are_chosen_for(ruff, tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     for code in ("F401", "I001", "UP045", "B006", "B023", "E501", "W291"):
         assert f" {code} " in proc.stdout, (code, proc.stdout)
+
+
+def _python_files():
+    for folder in SCOPE:
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+def test_nothing_edits_sys_path():
+    """Every module is imported as a package's (transformer_lite, bookbuild, benchmarks, run from the root, where
+    pytest's pythonpath puts the tests too): no file puts a folder of its own on sys.path."""
+    import ast
+
+    found = []
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("insert", "append", "extend")
+                    and ast.unparse(node.func.value) == "sys.path"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "sys.path edited:\n" + "\n".join(found)
+
+
+def test_the_package_never_imports_the_publishing_code():
+    """transformer_lite is what a reader installs; bookbuild, the benchmarks and the tests are not in its wheel."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "transformer_lite").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names
+                      if n.split(".")[0] in ("bookbuild", "benchmarks", "tests")]
+    assert not found, "transformer_lite imports the publishing code:\n" + "\n".join(found)

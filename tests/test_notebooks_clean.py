@@ -1,6 +1,6 @@
 """Every committed notebook, in both editions, is clean: no outputs, no execution counts, no run metadata.
 
-The pre-commit hook (.pre-commit-config.yaml, tools/strip_outputs.py) strips them before a commit; this test
+The pre-commit hook (.pre-commit-config.yaml, bookbuild/strip_outputs.py) strips them before a commit; this test
 checks what is committed, so nothing depends on a contributor having installed the hook. Fast: reads JSON.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import strip_outputs
+from bookbuild import strip_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,7 +27,7 @@ def test_the_notebook_is_committed_without_outputs(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
     found = strip_outputs.problems(nb)
     assert not found, (f"{path.relative_to(ROOT)} holds what a run left: {'; '.join(found[:5])} -- "
-                       f"run `python tools/strip_outputs.py {path.relative_to(ROOT)}` (or install the pre-commit hook)")
+                       f"run `python -m bookbuild.strip_outputs {path.relative_to(ROOT)}` (or the pre-commit hook)")
     assert strip_outputs.dumps(nb) == path.read_text(encoding="utf-8"), \
         "not in the book's notebook format (JSON, indent 1, UTF-8 unescaped, final newline)"
 
@@ -61,7 +61,7 @@ def test_the_pre_commit_hooks_are_valid_local_and_cover_both_editions():
     hooks = {h["id"]: h for repo in config["repos"] for h in repo["hooks"]}
     assert all(repo["repo"] == "local" for repo in config["repos"])  # nothing to clone from the network
     strip = hooks["strip-notebook-outputs"]
-    assert strip["entry"].split()[1] == "tools/strip_outputs.py"
+    assert strip["entry"].split()[1:] == ["-m", "bookbuild.strip_outputs"]
     import re
 
     for path in NOTEBOOKS:
@@ -70,12 +70,12 @@ def test_the_pre_commit_hooks_are_valid_local_and_cover_both_editions():
     for hook in hooks.values():
         program, *args = hook["entry"].split()
         assert program.startswith(".venv/bin/"), hook["entry"]  # the project's venv: nothing installed for the hook
-        if Path(program).name == "python":
-            assert (ROOT / args[0]).exists(), hook["entry"]  # a script of the repository
+        if Path(program).name == "python":  # a command of the repository's publishing package
+            assert args[0] == "-m" and (ROOT / (args[1].replace(".", "/") + ".py")).exists(), hook["entry"]
         else:  # a tool of the locked toolchain
             assert re.search(rf"^{re.escape(Path(program).name)}==", requirements, re.M), hook["entry"]
     # the linter's hook sees the linter's scope (pyproject.toml [tool.ruff]) and not the notebooks
     ruff = hooks["ruff"]
-    for path in ("transformer_lite/model.py", "tools/build_book.py", "tests/conftest.py", "benchmarks/run.py"):
+    for path in ("transformer_lite/model.py", "bookbuild/build_book.py", "tests/conftest.py", "benchmarks/run.py"):
         assert re.search(ruff["files"], path) and "python" in ruff["types"], path
     assert not any(re.search(ruff["files"], p.relative_to(ROOT).as_posix()) for p in NOTEBOOKS)

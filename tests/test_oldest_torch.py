@@ -1,4 +1,4 @@
-"""tools/test_oldest.py (``make test-oldest``) runs the chapters as the book build does, tests the floor
+"""bookbuild/test_oldest.py (``make test-oldest``) runs the chapters as the book build does, tests the floor
 pyproject.toml declares, and finds a Python the way the Makefile's OLDEST_PYTHON promises.
 
 The run itself (a venv of several GB, half an hour) is not part of the tests: the scheduled workflow runs it."""
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import build_book as bb
+from bookbuild import build_book as bb
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_spec = importlib.util.spec_from_file_location("oldest_runner", ROOT / "tools" / "test_oldest.py")
+_spec = importlib.util.spec_from_file_location("oldest_runner", ROOT / "bookbuild" / "test_oldest.py")
 oldest = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(oldest)
 
@@ -27,19 +27,19 @@ def test_the_chapters_get_every_variable_the_build_gives_its_kernels(tmp_path, m
     build = bb.build_env(tmp_path / "build" / ".ipython")
     ours = oldest.kernel_env(Path(sys.executable), tmp_path / "oldest")
     kernels_code = "".join(p.read_text(encoding="utf-8") for p in [*(ROOT / "transformer_lite").rglob("*.py"),
-                           ROOT / "tools" / "kernel_startup.py", ROOT / "tools" / "run_notebooks.py"])
+                           ROOT / "bookbuild" / "kernel_startup.py", ROOT / "bookbuild" / "run_notebooks.py"])
     added = {k for k, v in build.items() if os.environ.get(k) != v
              and (k in kernels_code or k in {"IPYTHONDIR", "PYTHONHASHSEED", "OMP_WAIT_POLICY", "PATH"})}
     assert {"TRANSFORMER_LITE_STATIC", "TRANSFORMER_LITE_STRICT_EXERCISES", "TRANSFORMER_LITE_IMPORT_LOG",
             "IPYTHONDIR", "PYTHONHASHSEED"} <= added
     missing = added - set(ours)
-    assert not missing, f"tools/test_oldest.py's kernel_env lacks what build_env sets: {missing}"
+    assert not missing, f"bookbuild/test_oldest.py's kernel_env lacks what build_env sets: {missing}"
     folders = {"IPYTHONDIR", "TRANSFORMER_LITE_IMPORT_LOG", "PATH"}
     assert {k: ours[k] for k in added - folders} == {k: build[k] for k in added - folders}
     assert ours["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
     # the kernels start with the build's start-up file (no tqdm widgets; each records where it imported the package)
     startup = Path(ours["IPYTHONDIR"]) / "profile_default" / "startup" / "00-transformer-lite-static.py"
-    assert startup.read_bytes() == (ROOT / "tools" / "kernel_startup.py").read_bytes()
+    assert startup.read_bytes() == (ROOT / "bookbuild" / "kernel_startup.py").read_bytes()
     # nothing trained before: the cache starts empty, and is not the reader's own
     assert Path(ours["TRANSFORMER_LITE_CACHE"]).is_dir() and not any(Path(ours["TRANSFORMER_LITE_CACHE"]).iterdir())
 
@@ -100,4 +100,4 @@ def test_the_tests_it_leaves_out_exist_and_each_says_why():
 def test_the_makefile_runs_it_with_oldest_python():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert "OLDEST_PYTHON ?= python3.12" in makefile
-    assert "\ntest-oldest:\n\t$(PYTHON) tools/test_oldest.py --python $(OLDEST_PYTHON)\n" in makefile
+    assert "\ntest-oldest:\n\t$(PYTHON) -m bookbuild.test_oldest --python $(OLDEST_PYTHON)\n" in makefile

@@ -3,7 +3,7 @@
 * ``set_language`` / ``$TRANSFORMER_LITE_LANGUAGE`` / ``setup(language=...)`` accept "en" and "zh" only;
 * every message a reader sees is wrapped in ``tr``/``N_`` where it is written (package_catalog.unwrapped);
 * the catalog holds every wrapped message, as Babel extracts them, none stale, every one translated (no fuzzy),
-  with the same {fields} (package_catalog.problems; ``tools/i18n.py package`` fixes the list);
+  with the same {fields} (package_catalog.problems; ``bookbuild/i18n.py package`` fixes the list);
 * in Chinese, every registered wrong answer of every exercise, every skeleton, every message of a check (filled
   with data), predict/reveal give Chinese with no English sentence left; in English they read as before;
 * the figures' default labels, the controls, the translator box (its HTML and the texts its script writes) follow
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from bookbuild.translation import package_catalog
 from transformer_lite.book import check, i18n
 from transformer_lite.book.i18n import set_language, tr
-from translation import package_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -147,10 +147,10 @@ def test_chinese_punctuation_in_the_catalog():
 
 
 def test_the_catalog_follows_the_books_punctuation_rules():
-    """STYLE.md's rules (tools/i18n.py style_problems), as for the book's catalogs: no ASCII quotes around words in
+    """STYLE.md's rules (bookbuild/i18n.py style_problems), as for the book's catalogs: no ASCII quotes around words in
     Chinese (a Python string the reader types is written as its repr, 'batch'), no space after full-width
     punctuation, no ASCII punctuation between Chinese characters."""
-    from translation.style import style_problems
+    from bookbuild.translation.style import style_problems
 
     problems = {msgid: style_problems("transformer_lite", msgid, msgstr, rules={})
                 for msgid, msgstr in i18n.catalog().items()}
@@ -454,7 +454,7 @@ def test_the_translator_box_speaks_chinese_and_hands_its_script_the_chinese(ship
 def test_every_text_the_script_writes_is_in_the_catalog():
     from transformer_lite.book.translate import JS_TEXTS
 
-    js = (ROOT / "tools" / "site_assets" / "tl-translator.js").read_text(encoding="utf-8")
+    js = (ROOT / "bookbuild" / "site_assets" / "tl-translator.js").read_text(encoding="utf-8")
     said = set()
     for m in re.finditer(r'say\(box, ((?:"(?:[^"\\]|\\.)*"\s*\+?\s*)+)', js):
         said.add("".join(json.loads(s) for s in re.findall(r'"(?:[^"\\]|\\.)*"', m.group(1))))

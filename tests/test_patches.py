@@ -1,4 +1,4 @@
-"""tools/patches.py: every change to a third-party package is in one list, and each fails loudly when it no longer
+"""bookbuild/patches.py: every change to a third-party package is in one list, and each fails loudly when it no longer
 applies, naming itself and the installed version of its package.
 
 Each registered entry is given a package that no longer matches it (its file replaced by text it does not hold,
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import patches
+from bookbuild import patches
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -117,9 +117,9 @@ def _third_party_texts() -> list[tuple[str, str]]:
 
 # our code: the build's modules but the registry, and the package's book helpers but viz.py (bertviz's patches,
 # applied in the reader's Jupyter: listed in the registry, which runs them)
-OUR_CODE = sorted({*ROOT.glob("tools/*.py"), *ROOT.glob("tools/sphinx_ext/*.py"),
+OUR_CODE = sorted({*ROOT.glob("bookbuild/*.py"), *ROOT.glob("bookbuild/sphinx_ext/*.py"),
                    *ROOT.glob("transformer_lite/book/*.py")}
-                  - {ROOT / "tools" / "patches.py", ROOT / "transformer_lite" / "book" / "viz.py"})
+                  - {ROOT / "bookbuild" / "patches.py", ROOT / "transformer_lite" / "book" / "viz.py"})
 MIN_CHARS = 20  # shorter strings ("defer", a class name) are the vocabulary of any HTML, not a piece of a file
 
 
@@ -141,8 +141,8 @@ OURS = "transformer_lite"
 
 def attributes_set_on_imports(source: str) -> list[str]:
     """Assignments (``X.attr = ...``, ``setattr(X, ...)``) to a module or class the code imported from a third party:
-    monkeypatches, which tools/patches.py's monkeypatch() makes for a registered entry. The book's own package is not
-    third-party code (tools/web_export.py swaps one of its checks while it captures the explainer's graphs)."""
+    monkeypatches, which bookbuild/patches.py's monkeypatch() makes for a registered entry. The book's own package is
+    not third-party code (bookbuild/web_export.py swaps one of its checks while it captures the explainer's graphs)."""
     tree = ast.parse(source)
     imported = set()
     for node in ast.walk(tree):
@@ -173,12 +173,12 @@ def test_no_code_outside_the_registry_holds_third_party_text():
     texts = _third_party_texts()
     assert len(texts) > 10
     problems = {str(p.relative_to(ROOT)): third_party_text_in(p.read_text(encoding="utf-8"), texts) for p in OUR_CODE}
-    assert not {k: v for k, v in problems.items() if v}, "exact third-party text outside tools/patches.py"
+    assert not {k: v for k, v in problems.items() if v}, "exact third-party text outside bookbuild/patches.py"
 
 
 def test_no_code_outside_the_registry_sets_an_attribute_of_an_imported_module():
     problems = {str(p.relative_to(ROOT)): attributes_set_on_imports(p.read_text(encoding="utf-8")) for p in OUR_CODE}
-    assert not {k: v for k, v in problems.items() if v}, "a monkeypatch outside tools/patches.py"
+    assert not {k: v for k, v in problems.items() if v}, "a monkeypatch outside bookbuild/patches.py"
 
 
 def test_the_checks_find_what_the_build_used_to_patch_outside_the_registry():
@@ -201,5 +201,5 @@ def test_the_checks_find_what_the_build_used_to_patch_outside_the_registry():
 def test_contributing_lists_the_registry_as_generated():
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     assert patches.contributing_section(text) == patches.markdown(), \
-        "CONTRIBUTING.md's list of patches is not the registry's: python tools/patches.py --markdown"
+        "CONTRIBUTING.md's list of patches is not the registry's: python -m bookbuild.patches --markdown"
     assert all(f"`{name}`" in text for name in patches.PATCHES)

@@ -1,4 +1,4 @@
-"""The PDF editions (`make pdf`, tools/build_pdf.py): opened with pypdf, each must have every chapter in its
+"""The PDF editions (`make pdf`, bookbuild/build_pdf.py): opened with pypdf, each must have every chapter in its
 bookmarks, a known paragraph in its text (English and Chinese), no text past the right edge of a page, and be
 at most 40 MB.
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from build_book import toc_entries
-from build_pdf import EDITIONS, HTML, MAX_PDF, pdf_path
+from bookbuild.build_book import toc_entries
+from bookbuild.build_pdf import EDITIONS, HTML, MAX_PDF, pdf_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -147,10 +147,10 @@ def test_size(edition):
 
 def test_the_pages_link_the_pdf_only_when_it_exists(tmp_path):
     """`make book` puts "PDF" beside the download button, and the file into the site, when `make pdf` made this
-    edition's PDF (tools/sphinx_ext/tl_book.py); without it, no button and no file."""
+    edition's PDF (bookbuild/sphinx_ext/tl_book.py); without it, no button and no file."""
     from types import SimpleNamespace
 
-    import tl_book
+    from bookbuild.sphinx_ext import tl_book
 
     for language, edition in (("en", "en"), ("zh_CN", "zh")):
         out = tmp_path / f"site-{edition}"

@@ -51,7 +51,7 @@ from notebook_code import code_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-RUNNER = ROOT / "tools" / "run_notebooks.py"
+RUNNER = ROOT / "bookbuild" / "run_notebooks.py"
 
 OTHER_CPU = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
 CHOICE_ENV = "TRANSFORMER_LITE_PORTABILITY"

@@ -1,4 +1,4 @@
-"""One address, set by whoever publishes the book (tools/repository.py).
+"""One address, set by whoever publishes the book (bookbuild/repository.py).
 
 A fork's workflow builds with GitHub's ``GITHUB_REPOSITORY``; locally ``BOOK_REPOSITORY`` or ``make repository``
 sets it. These tests set made-up addresses and look for the default everywhere it could hide: the committed files
@@ -21,7 +21,7 @@ MADE_UP = "example-reader/a-fork-of-the-book"
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bookbuild" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # its dataclass looks itself up there
     spec.loader.exec_module(module)
@@ -70,7 +70,7 @@ def test_the_committed_files_name_only_the_configured_address():
 
 
 def test_the_default_lives_in_one_place_and_set_moves_every_trace_of_it(tmp_path):
-    """Outside the files a reader sees as committed (tools/repository.py LITERAL_FILES), no tracked file names the
+    """Outside the files a reader sees as committed (bookbuild/repository.py LITERAL_FILES), no tracked file names the
     default address; after `set`, none does at all."""
     tracked = subprocess.run(["git", "-c", "safe.directory=*", "ls-files", "-z"], cwd=ROOT, capture_output=True,
                              check=True).stdout.decode().split("\0")

@@ -3,7 +3,7 @@
 The set-up cell (each notebook's first code cell) is the same in every chapter; in Colab, where
 ``transformer_lite`` is missing, it runs ``%pip install -q "transformer-step-by-step[book]==<version>"``, the
 release of ``pyproject.toml``'s version on PyPI. Colab opens the committed notebook straight from the repository,
-so that line names no repository: a fork's Colab readers install the same release. ``tools/release.py bump``
+so that line names no repository: a fork's Colab readers install the same release. ``bookbuild/release.py bump``
 writes a new version into the cells (and pyproject.toml, CITATION.cff). Binder builds from ``binder/`` (the CPU
 build of the pinned torch).
 """
@@ -22,11 +22,12 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
-FIX = "run `python tools/release.py bump <version>` and `python tools/i18n.py notebooks`, and commit the notebooks"
+FIX = ("run `python -m bookbuild.release bump <version>` and `python -m bookbuild.i18n notebooks`, and commit the "
+       "notebooks")
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("release", ROOT / "tools" / "release.py")
+    spec = importlib.util.spec_from_file_location("release", ROOT / "bookbuild" / "release.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -38,7 +38,7 @@ SHOTS = ROOT / "_build" / "screenshots"
 FULL_PAGE_SHOTS = os.environ.get("TL_FULL_SCREENSHOTS", "") == "1"
 
 # axe-core from npm (`npm ci` installs devDependencies too). WCAG 2.0 and 2.1, A and AA: 2.1 adds
-# "label in name" (2.5.3), which the theme's and myst-nb's buttons need (tools/sphinx_ext/tl_book.py).
+# "label in name" (2.5.3), which the theme's and myst-nb's buttons need (bookbuild/sphinx_ext/tl_book.py).
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 SCHEMES = ["http", "file"]
@@ -122,7 +122,7 @@ async (pattern) => {
   // our precomputed controls: each control, moved to each of its other values, must change the frame
   for (const root of document.querySelectorAll('.tl-explore')) {
     const frame = root.querySelector('.tl-frame');
-    // its frames load on first use (tools/sphinx_ext/tl_book.py lazy_explore_data): as a reader's pointer would
+    // its frames load on first use (bookbuild/sphinx_ext/tl_book.py lazy_explore_data): as a reader's pointer would
     if (window.tlExploreData && root.querySelector('script.tl-data[data-tl-key]')) await window.tlExploreData(root);
     for (const el of root.querySelectorAll('[data-tl-axis]')) {
       const values = el.tagName === 'SELECT' ? [...el.options].map(o => o.value)
@@ -144,7 +144,7 @@ async (pattern) => {
   }
   // bertviz views: drawn (an SVG), and each drop-down changes the drawing
   for (const root of document.querySelectorAll('.tl-bertviz')) {
-    // a view draws itself when the reader comes near it (tools/site_assets/tl-require.js), a fold open around it
+    // a view draws itself when the reader comes near it (bookbuild/site_assets/tl-require.js), a fold open around it
     for (let d = root.closest('details'); d; d = d.parentElement.closest('details')) d.open = true;
     await settle();
     root.scrollIntoView();
@@ -361,7 +361,7 @@ def test_screenshots_of_every_page(report):
     assert all(s.exists() and s.stat().st_size > 5000 for s in shots)
 
 
-# -- the two editions: English at the root, Chinese under zh/ (tools/i18n.py, make book) ----------------------
+# -- the two editions: English at the root, Chinese under zh/ (bookbuild/i18n.py, make book) ----------------------
 
 # The share of Chinese in a Chinese page's prose: Han characters over Han characters plus Latin letters, in the
 # article's text outside code, outputs, math and controls. A translated chapter still names code, papers and
@@ -389,7 +389,7 @@ def test_every_english_page_has_its_chinese_page():
 
 
 def test_every_page_links_to_the_same_page_in_the_other_edition():
-    """EN <-> 中文 at the top of every page (tools/sphinx_ext/templates/tl-language.html), both ways."""
+    """EN <-> 中文 at the top of every page (bookbuild/sphinx_ext/templates/tl-language.html), both ways."""
     en, zh = _editions()
     if not zh:
         pytest.skip("site not built")
@@ -443,7 +443,7 @@ def test_search_finds_pages_within_its_own_edition(browser, site, edition, query
 
 
 # Words of the Chinese edition's prose that no page title holds, each with a page that teaches it. The search finds
-# them only through its index's words (jieba, tools/i18n.py): without jieba Sphinx indexes no Chinese word and falls
+# them only through its index's words (jieba, bookbuild/i18n.py): without jieba Sphinx indexes no Chinese word and falls
 # back to matching titles. The first five are body text of their page (and in no heading long enough for that
 # fallback); 残差 is a word inside the headings of chapter 5 ("为什么需要残差连接"), which therefore ranks first.
 ZH_QUERIES = [("核采样", "notebooks/12_inference"), ("置换等变性", "notebooks/08_encoder"),
@@ -479,10 +479,10 @@ def test_chinese_search_finds_a_page_by_the_words_of_its_text(browser, site, que
 
 
 def test_the_chinese_search_index_holds_the_words_of_the_prose():
-    """Without a browser: the built index (tools/build_book.py's check), and each query of ZH_QUERIES's first five
+    """Without a browser: the built index (bookbuild/build_book.py's check), and each query of ZH_QUERIES's first five
     is a word of its page's text, in no page title, and in no heading the title-only search would match."""
 
-    import build_book
+    from bookbuild import build_book
 
     if not (HTML / "zh" / "searchindex.js").exists():
         pytest.skip("Chinese edition not built")
@@ -502,7 +502,7 @@ def test_the_chinese_search_index_holds_the_words_of_the_prose():
                          [("", "Show solution", "Hide solution"), ("zh/", "显示答案", "隐藏答案")])
 def test_a_solution_folds_under_a_toggle_in_its_editions_language(browser, site, edition, show, hide):
     """A chapter's solution is folded under "Show solution" (English) / 显示答案 (Chinese, as its prose says:
-    tools/i18n.py CODE_PROMPTS); opened, the toggle reads "Hide solution" / 隐藏答案 and the code shows."""
+    bookbuild/i18n.py CODE_PROMPTS); opened, the toggle reads "Hide solution" / 隐藏答案 and the code shows."""
     ctx = browser.new_context()
     page = ctx.new_page()
     try:
@@ -534,14 +534,14 @@ def _deep_dive_page() -> tuple[str, str]:
         if m:
             inner = re.search(r'<details class="tl-deep-dive-fold">.*?<section id="([^"]+)"', text[m.end():], re.S)
             return page, inner[1] if inner else m[1]
-    pytest.fail("no page has a deep dive (a section headed 'Deep dive: ...', tools/chapters.py)")
+    pytest.fail("no page has a deep dive (a section headed 'Deep dive: ...', bookbuild/chapters.py)")
 
 
 @pytest.mark.parametrize("edition, show, hide", [("", "Open this deep dive", "Close this deep dive"),
                                                  ("zh/", "展开这段深入内容", "收起这段深入内容")])
 def test_a_deep_dive_folds_under_its_heading_and_a_link_into_it_opens_it(browser, site, edition, show, hide):
     """A deep dive shows its heading and first paragraph; the rest is folded behind a toggle in the edition's language;
-    following a link to a section inside it opens the fold (tools/sphinx_ext/static/tl-deep-dive.js)."""
+    following a link to a section inside it opens the fold (bookbuild/sphinx_ext/static/tl-deep-dive.js)."""
     page_name, inner = _deep_dive_page()
     ctx = browser.new_context()
     page = ctx.new_page()
@@ -566,9 +566,9 @@ def test_a_deep_dive_folds_under_its_heading_and_a_link_into_it_opens_it(browser
 
 
 def test_every_chapter_folds_its_deep_dives_on_the_site():
-    """Each deep dive of a notebook (tools/chapters.py) is a folded section on its page, in both editions."""
+    """Each deep dive of a notebook (bookbuild/chapters.py) is a folded section on its page, in both editions."""
 
-    import chapters
+    from bookbuild import chapters
 
     en, zh = _editions()
     if not zh:
@@ -677,7 +677,7 @@ def test_sections_are_laid_out_a_few_at_a_time_and_nothing_moves_when_they_show(
 
 def test_a_bertviz_view_draws_itself_when_the_reader_comes_near_it(browser, site):
     """require.js, jquery and d3 are not loaded with the page: a view asks for them as it comes within a screen of
-    the reader (tools/site_assets/tl-require.js), and then draws itself."""
+    the reader (bookbuild/site_assets/tl-require.js), and then draws itself."""
     ctx = browser.new_context(viewport={"width": 412, "height": 800})
     page = ctx.new_page()
     asked = []

@@ -1,4 +1,4 @@
-"""The static site asks back: predictions and exercise checks answered in the reader's browser (tools/sphinx_ext/
+"""The static site asks back: predictions and exercise checks answered in the reader's browser (bookbuild/sphinx_ext/
 static/tl-check.js, from what transformer_lite/book/check/page.py wrote into the build's outputs).
 
 On chapter 5, in Debian's Chromium, as tests/test_site.py reads the editions: the English one over http://127.0.0.1, the

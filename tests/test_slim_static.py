@@ -1,4 +1,4 @@
-"""tools/slim_static.py: the site made lighter for a phone (test_budgets.py) without changing what a page shows.
+"""bookbuild/slim_static.py: the site made lighter for a phone (test_budgets.py) without changing what a page shows.
 
 The unit tests feed each cut a small example that it must change and one it must leave; the site tests check the
 built site: every icon a page names still has its rule and its glyph, every glyph a formula draws is still in its
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import slim_static as ss
+from bookbuild import slim_static as ss
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,7 +122,8 @@ def test_plain_spans_are_unwrapped_inside_code_blocks_only():
 
 
 def test_a_head_with_the_themes_preloads_or_its_auto_mode_is_a_problem():
-    """Our layout.html writes the head (tools/patches.py); rewrite_pages fails a page whose head it did not write."""
+    """Our layout.html writes the head (bookbuild/patches.py); rewrite_pages fails a page whose head it did not
+    write."""
     good = "<head>" + ss.SYSTEM_THEME + '<link rel="preload" as="font" href="../_static/x.woff" />'
     assert ss.head_problem(good) is None and ss.head_problem("<p>no head</p>") is None
     preload = good + '<link rel="preload" as="script" href="../_static/scripts/bootstrap.js?digest=1" />'
@@ -131,7 +132,7 @@ def test_a_head_with_the_themes_preloads_or_its_auto_mode_is_a_problem():
 
 
 def test_the_theme_scripts_patches_apply_to_the_installed_theme():
-    """Each script's patches (tools/patches.py) apply to pydata-sphinx-theme as installed: a new theme version
+    """Each script's patches (bookbuild/patches.py) apply to pydata-sphinx-theme as installed: a new theme version
     fails the build (patches.PatchError, tests/test_patches.py) rather than ship an unpatched or broken script."""
     for name, names in ss.THEME_SCRIPT_PATCHES.items():
         script = ss.patches.patched_file(*names)

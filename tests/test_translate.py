@@ -1,14 +1,13 @@
 """The translator box's Python side: reading typed text, what the box shows, the ONNX export.
 
 transformer_lite.book.translate reads the reader's text and computes what the box shows;
-tools/web_export.py (build-only) exports the model for the browser. The page itself is checked
+bookbuild/web_export.py (build-only) exports the model for the browser. The page itself is checked
 against these in tests/test_translator_web.py.
 """
 from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,8 +32,7 @@ from transformer_lite.book.translate import (
 from transformer_lite.data import BOS, EOS, PAD, UNK, Vocab
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-from web_export import cached_export, classic_ort_script, export_key  # noqa: E402  (build-only code)
+from bookbuild.web_export import cached_export, classic_ort_script, export_key  # noqa: E402  (build-only code)
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +124,9 @@ def test_the_static_box_loads_nothing_heavy_and_escapes_its_examples(shipped):
 
 
 def test_classic_ort_script_turns_the_module_bundle_into_a_script():
-    """The installed bundle (package.json's onnxruntime-web) through its two registered patches (tools/patches.py)."""
-    import patches
+    """The installed bundle (package.json's onnxruntime-web) through its two registered patches
+    (bookbuild/patches.py)."""
+    from bookbuild import patches
 
     bundle = patches.NODE / "onnxruntime-web" / "dist" / "ort.wasm.bundle.min.mjs"
     if not bundle.exists():
@@ -177,7 +176,7 @@ def test_the_explainers_graphs_compute_what_explain_computes(shipped):
     pytest.importorskip("onnxscript")
     import onnxruntime as ort
 
-    import web_export
+    from bookbuild import web_export
     from transformer_lite.book import explain
 
     model, _ = shipped
@@ -203,7 +202,7 @@ def test_the_explainers_graphs_compute_what_explain_computes(shipped):
 
 
 def test_the_export_is_reused_only_while_its_inputs_are_unchanged(tmp_path, monkeypatch):
-    import web_export
+    from bookbuild import web_export
 
     torch.manual_seed(0)
     model = Transformer(11, 13, d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,

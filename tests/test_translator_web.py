@@ -1,6 +1,6 @@
 """The translator in the reader's browser (chapters 12 and 13 of the built site), against Python.
 
-The static page runs the shipped translators with ONNX Runtime Web (tools/web_export.py,
+The static page runs the shipped translators with ONNX Runtime Web (bookbuild/web_export.py,
 _static/tl/tl-translator.js): the grammar one, and the one trained on real HSK sentences, which the
 box's selector switches to. In Chromium, over HTTP and from disk (file://), this test types held-out,
 out-of-grammar and awkward sentences into the capstone's box, with either model, and checks, for each,
@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import gzip
 import statistics
-import sys
 import time
 
 import pytest
 
-from test_site import AXE, AXE_TAGS, HTML, ROOT, _need  # the fixtures browser, built and site are in conftest.py
+from benchmarks.translator_page import CAPSTONE, FIRST_MS, HANG_FACTOR, LATER_MS, REAL_AWKWARD, Box, plan, sentences  # noqa: E402
+from test_site import AXE, AXE_TAGS, HTML, _need  # the fixtures browser, built and site are in conftest.py
 from test_translate import TRICKY
 from transformer_lite.book import explain, real_data
 from transformer_lite.book.pretrained import tiny_translator
@@ -38,9 +38,6 @@ from transformer_lite.book.translate import (
     shipped_translator,
     translation_details,
 )
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from translator_page import CAPSTONE, FIRST_MS, HANG_FACTOR, LATER_MS, REAL_AWKWARD, Box, plan, sentences  # noqa: E402
 
 # one xdist worker runs this file and tests/test_site.py/test_translator_web.py: they share the served site,
 # the browser and the pages' reports (`make test` runs `pytest -n 3 --dist loadgroup`)
@@ -341,7 +338,7 @@ def assert_same_trace(page, py, where="trace") -> float:
     """The page's trace is Python's: the same keys and lengths, equal strings, integers and booleans (the tokens,
     ids, masks, config), every float within 1e-4, relative to the value where it is above 1 in size (float32 keeps
     a raw attention score of 357, the grammar translator's largest, to 3e-5: two orders of its sum differ by 1e-4;
-    tools/web_export.py's _difference). Returns the largest difference of a float, so measured."""
+    bookbuild/web_export.py's _difference). Returns the largest difference of a float, so measured."""
     if isinstance(py, dict):
         assert isinstance(page, dict) and set(page) == set(py), f"{where}: keys {sorted(page)} != {sorted(py)}"
         return max((assert_same_trace(page[k], v, f"{where}.{k}") for k, v in py.items()), default=0.0)

@@ -15,7 +15,7 @@ the chapters need around it, and it needs matplotlib, ipywidgets, IPython and be
   as JSON-ready lists (the source of truth for the explainer).
 
 ``N_`` (:mod:`.i18n`, gettext's no-op marker: it returns its argument) is here for the chapters, which mark with it a
-string they show the reader, ``print(N_(f"..."))``: tools/i18n.py takes it into the chapter's code catalog, and the
+string they show the reader, ``print(N_(f"..."))``: bookbuild/i18n.py takes it into the chapter's code catalog, and the
 Chinese notebook has its translation in its place.
 """
 from .i18n import N_

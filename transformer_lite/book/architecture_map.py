@@ -6,10 +6,10 @@ One drawing, two places, in the reader's language (``i18n.language()``: the Chin
 * chapter 0 shows :func:`architecture_map_html`, every box a link to its chapter;
 * the landing page (``book/intro.md``) shows :func:`landing_page_svg`, the same map without links, as the image
   files ``book/architecture_map.svg`` and ``book/architecture_map.zh_CN.svg`` (Sphinx takes the second in the
-  Chinese edition). ``python tools/i18n.py notebooks`` writes both from here; a test fails when they differ.
+  Chinese edition). ``python -m bookbuild.i18n notebooks`` writes both from here; a test fails when they differ.
 
 Every word the map shows goes through :func:`~.i18n.tr`, so its Chinese is in the package's catalog
-(``locale/zh_CN.po``, ``tools/i18n.py package``), in the terms of the Chinese chapters' titles and the glossary.
+(``locale/zh_CN.po``, ``bookbuild/i18n.py package``), in the terms of the Chinese chapters' titles and the glossary.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ own :func:`~transformer_lite.attention.scaled_dot_product_attention` (``return_s
 projections of the module's own ``q_proj``/``k_proj``/``v_proj`` and the mask the module merged. Nothing
 here re-implements a layer. :func:`record_encoder` and :func:`record_decoder` hold that code and return
 the tensors; :func:`trace` writes them as JSON. The browser's explainer (``window.tlExplainer.trace`` in
-``tools/site_assets/tl-translator.js``) runs the same two functions, exported by ``tools/web_export.py`` as
+``bookbuild/site_assets/tl-translator.js``) runs the same two functions, exported by ``bookbuild/web_export.py`` as
 ONNX graphs whose outputs are named by :func:`flat`, and is checked against :func:`trace` in Chromium
 (``tests/test_translator_web.py``).
 
@@ -222,7 +222,7 @@ def record_encoder(model, src: torch.Tensor) -> dict:
     """The encoder's side of a trace as tensors, for ``src`` (1, S): ``embedding``, ``encoder``, ``memory``
     (the module's docstring gives each; the batch's one row, no batch dimension).
 
-    What :func:`trace` writes as JSON, and what ``tools/web_export.py`` exports as the outputs of the browser's
+    What :func:`trace` writes as JSON, and what ``bookbuild/web_export.py`` exports as the outputs of the browser's
     explainer graph: the same code, so the browser computes what the package computes. Call it in eval mode
     under ``torch.no_grad()``. Raises ``TypeError``/``ValueError`` naming ``model`` or ``src``.
     """

@@ -1,9 +1,9 @@
 """The explainer's page on the static site: the reader's sentence through a shipped translator, one step at a time.
 
 :func:`explainer_html` writes the view's controls (a sentence box, the translator to use, a start button, the step
-control) with its settings; ``tools/site_assets/tl-explainer.js`` brings it to life. Nothing heavy loads with the
+control) with its settings; ``bookbuild/site_assets/tl-explainer.js`` brings it to life. Nothing heavy loads with the
 page: when the reader presses start (or follows a link that names a step), the script asks
-``window.tlExplainer.trace`` (``tools/site_assets/tl-translator.js``: the shipped translator and its explainer's
+``window.tlExplainer.trace`` (``bookbuild/site_assets/tl-translator.js``: the shipped translator and its explainer's
 graphs in ONNX Runtime Web, equal to :func:`transformer_lite.book.explain.trace`) for the sentence's trace, and
 draws each step from it.
 

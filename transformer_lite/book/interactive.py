@@ -7,7 +7,7 @@ A chapter writes one line::
 
 * In Jupyter, JupyterLab, VS Code and Colab the controls are ipywidgets driving live Python.
 * In the book build there is no kernel behind the page, so an ipywidgets control would be
-  inert. The build exports ``TRANSFORMER_LITE_STATIC=1`` (``tools/build_book.py``); the
+  inert. The build exports ``TRANSFORMER_LITE_STATIC=1`` (``bookbuild/build_book.py``); the
   notebook kernel inherits the build's environment, and in that mode every combination of
   control values is computed once, at build time, and written into ONE HTML output with
   plain ``<select>``/``<input type="range">`` elements and a few lines of inline JavaScript
@@ -153,7 +153,7 @@ _STYLE = ("<style>.tl-explore{margin:.5em 0 1em}.tl-controls{display:flex;flex-w
 # controls) to a frame. Each control carries its axis number; changing one recomputes the combination.
 # The frames are read on the control's first use, not as the page loads: in Jupyter from the <script class="tl-data">
 # that holds them; on the book's site, where the build moves them to a file of their own (the holder then names it
-# in data-tl-key), through window.tlExploreData (tools/sphinx_ext/static/tl-lazy.js loads that file).
+# in data-tl-key), through window.tlExploreData (bookbuild/sphinx_ext/static/tl-lazy.js loads that file).
 _SCRIPT = """<script>(function(){var r=document.getElementById(%(id)s);if(!r)return;
 var d=null,v=r.querySelector('.tl-frame'),
 c=r.querySelectorAll('[data-tl-axis]'),f0=v.innerHTML;function u(){if(!d){var h=r.querySelector('script.tl-data');

@@ -11,8 +11,8 @@ decoding). The reader types English and sees:
 
 In Jupyter and Colab the box is live Python (ipywidgets) over :func:`translation_details`. On the
 book's static site there is no kernel, so the same model runs in the reader's browser: ``make book``
-exports it to ONNX (``tools/web_export.py``), ONNX Runtime Web executes it, and
-``tools/site_assets/tl-translator.js`` decodes exactly as :mod:`transformer_lite.decoding` does.
+exports it to ONNX (``bookbuild/web_export.py``), ONNX Runtime Web executes it, and
+``bookbuild/site_assets/tl-translator.js`` decodes exactly as :mod:`transformer_lite.decoding` does.
 The browser test (``tests/test_translator_web.py``) checks that page against
 :func:`translation_details`, sentence by sentence.
 

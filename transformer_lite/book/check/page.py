@@ -11,7 +11,7 @@ The book's build executes every chapter with ``TRANSFORMER_LITE_STATIC=1`` (:fun
   :func:`check.one_of` record it while the solution's check runs). The page then checks the reader's answers the
   same way; for an exercise whose answer is code, it says so and links to the cell in Colab.
 
-tools/sphinx_ext/static/tl-check.js brings these to life. Every text it shows comes from here, in the package's
+bookbuild/sphinx_ext/static/tl-check.js brings these to life. Every text it shows comes from here, in the package's
 language (its catalog, locale/zh_CN.po), written once with the prediction's field (:func:`texts`). Without JavaScript
 the outputs read as in Jupyter. Nothing here is shown in Jupyter or Colab, where the cells run.
 """
@@ -124,7 +124,7 @@ def reveal_html(prediction, measured) -> str:
 
 def exercise_html(number: str, answers: list[str]) -> str:
     """An exercise's check cell, not answered (the build): its answers' names, and the cell to open in Colab, which
-    the site's extension fills in (tools/sphinx_ext/tl_book.py: a kernel does not know its cell's id)."""
+    the site's extension fills in (bookbuild/sphinx_ext/tl_book.py: a kernel does not know its cell's id)."""
     return (f'<div class="tl-ask tl-ask-exercise" hidden data-tl-exercise="{html.escape(number)}" '  # i18n: data (HTML)
             f'data-tl-answers="{_json_attr(answers)}" data-tl-cell=""></div>')
 

@@ -5,7 +5,7 @@ A chapter asks for a prediction before the cell that measures it (``check.predic
 kind (a number, a whole number, or one of a few choices) and its tolerance, chosen for what it asks. A share or an
 accuracy is right within ±0.05 (a reader who says 0.3 for a measured 0.34 has understood it); a count is right when
 exact; a quantity that spans orders of magnitude is right within a relative margin. The predict cell's output states
-the rule, and the static site (tools/sphinx_ext/static/tl-check.js) applies the same one to the measured value the
+the rule, and the static site (bookbuild/sphinx_ext/static/tl-check.js) applies the same one to the measured value the
 build wrote into the page.
 """
 from __future__ import annotations
