@@ -26,6 +26,7 @@ from ..data import BOS, EOS, TranslationData, translation_task
 from ..decoding import exact_match, greedy_decode
 from ..model import Transformer, count_parameters
 from ..training import paper_adam, train, warmup_scheduler
+from .i18n import N_
 from .pretrained import ASSETS, RECIPE, _processor, load_shipped_translator, output_path
 from .runtime import num_threads
 
@@ -34,11 +35,11 @@ RESULTS = ASSETS / "capstone_baselines.json"
 GRU = dict(embed=64, hidden=112, dropout=0.1)  # ~168k parameters; the translator has ~181k
 GRU_LR = 3e-3  # Adam, constant, gradients clipped to norm 1 (the warm-up schedule is the Transformer's recipe)
 THRESHOLDS = (0.2, 0.3, 0.4, 0.5)  # the dictionary's threshold, chosen on held-back training pairs
-MODELS = {"transformer": "Transformer (the book's recipe)",
-          "dictionary": "word-by-word dictionary (IBM Model 1), English order",
-          "dictionary_ordered": "word-by-word dictionary + learned Chinese word order",
-          "no_positions": "Transformer without positional encoding",
-          "gru": "GRU encoder-decoder with attention"}
+MODELS = {"transformer": N_("Transformer (the book's recipe)"),  # display names, shown through tr()
+          "dictionary": N_("word-by-word dictionary (IBM Model 1), English order"),
+          "dictionary_ordered": N_("word-by-word dictionary + learned Chinese word order"),
+          "no_positions": N_("Transformer without positional encoding"),
+          "gru": N_("GRU encoder-decoder with attention")}
 BASELINES = ("dictionary", "dictionary_ordered", "no_positions", "gru")
 
 def fit_dictionary(pairs, reorder: bool) -> tuple[DictionaryTranslator, float]:

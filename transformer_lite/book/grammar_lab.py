@@ -40,6 +40,7 @@ from ..data import BOS, EOS, TranslationData, all_translation_pairs, subject_obj
 from ..decoding import greedy_decode
 from ..model import count_parameters
 from .capstone import GRU, GRU_LR, train_model
+from .i18n import N_
 from .pretrained import ASSETS, RECIPE, _processor, output_path
 from .runtime import num_threads
 
@@ -47,7 +48,9 @@ RESULTS = ASSETS / "grammar_lab.json"
 
 SEEDS = (0, 1, 2)  # each seed draws its own training pairs (and split) and initialises its own models
 STEPS = 200  # training steps of every run but the data-size curve's (the recipe's batch size, 64)
-MODELS = {"transformer": "Transformer", "gru": "GRU with attention", "no_positions": "Transformer without positions"}
+# display names, shown through tr() (the results keep the English); "Transformer" reads the same in Chinese
+MODELS = {"transformer": "Transformer", "gru": N_("GRU with attention"),
+          "no_positions": N_("Transformer without positions")}
 N_GRAMMAR = 3000  # training pairs drawn from the book's grammar (without swaps) in the swap and length experiments
 
 SWAP_TEST_FRACTION = 0.3  # of the swap pairs; both sentences of a test pair are held out
@@ -57,10 +60,10 @@ LONG_KS = (0, 16, 128)  # long training sentences added (8 to 10 words, none of 
 
 # The systematic split: four combinations, each of two words that training shows, but never together.
 HELD_OUT = {
-    "she + drink": "a subject (she, 她) never with one verb (drink, 喝)",
-    "we + library": "a subject (we, 我们) never with one place (in the library, 图书馆)",
-    "tomorrow + learn": "a time (tomorrow, 明天) never with one verb (learn, 学)",
-    "park + football": "a place (in the park, 公园) never with one activity (play football, 踢 足球)",
+    "she + drink": N_("a subject (she, 她) never with one verb (drink, 喝)"),
+    "we + library": N_("a subject (we, 我们) never with one place (in the library, 图书馆)"),
+    "tomorrow + learn": N_("a time (tomorrow, 明天) never with one verb (learn, 学)"),
+    "park + football": N_("a place (in the park, 公园) never with one activity (play football, 踢 足球)"),
 }
 N_TEST_PER_COMBINATION = 40  # balanced: the same number of test sentences for every combination
 N_SYSTEMATIC_TRAIN = 3000

@@ -11,7 +11,7 @@ Every message is wrapped where it is written, as gettext's ``_()`` is in other P
 {name}", name=value)`` translates the template in the language of the moment it runs, then fills its fields with
 ``str.format`` (so a translation may reorder them, and ``{x!r}``, ``{x:.3g}`` work as in an f-string); ``N_`` marks
 a string that is translated later. Babel's extractor, with ``tr`` and ``N_`` as its keywords, lists the messages for
-the catalog (``tools/i18n.py package``); a message is never an f-string, since the template is what is looked up.
+the catalog (``bookbuild/i18n.py package``); a message is never an f-string, since the template is what is looked up.
 
 The Chinese strings live in one place: the gettext catalog ``locale/zh_CN.po`` shipped with the package. A string
 missing from it comes back in English. A field whose value is itself a translated message (a label such as "the
@@ -22,9 +22,10 @@ from __future__ import annotations
 import functools
 import os
 import re
+import unicodedata
 from importlib import resources
 
-__all__ = ["LANGUAGES", "ENV", "language", "set_language", "tr", "N_", "catalog"]
+__all__ = ["LANGUAGES", "ENV", "language", "set_language", "tr", "N_", "catalog", "grouped", "ljust"]
 
 LANGUAGES = ("en", "zh")
 ENV = "TRANSFORMER_LITE_LANGUAGE"
@@ -147,3 +148,18 @@ def tr(english: str, **fields) -> str:
         marked = {k: _START + v + _END if isinstance(v, _Translated) else v for k, v in fields.items()}
         text = _join_chinese(text.format(**marked))
     return _Translated(text)
+
+
+# ---- numbers and columns in printed tables ---------------------------------------------------------------------
+
+def grouped(n: int) -> str:
+    """``n`` with its thousands as the language writes them: 181,377 in English, 181377 in Chinese (which writes no
+    separators), so a chapter's marked line prints ``{grouped(n)}`` where an English-only one had ``{n:,}``."""
+    return tr("{n:,}", n=n)
+
+
+def ljust(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` columns as a terminal shows them: a Han character or full-width
+    punctuation takes two, so a column of Chinese row labels lines up as ``f"{label:<{width}}"`` lines up English."""
+    columns = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return text + " " * max(width - columns, 0)
