@@ -13,6 +13,7 @@ import torch.nn.functional as F
 import transformer_lite as tl
 from notebook_code import code_cell, exec_cell
 from transformer_lite import pitfalls
+from transformer_lite.book import N_
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_self_attention.ipynb"
 
@@ -181,11 +182,11 @@ def test_the_transformer_has_no_recurrence_and_no_convolution():
 def test_the_checks_use_the_chapters_constants():
     from transformer_lite.book.check import ch03
 
-    ns = {"torch": torch}
+    ns = {"torch": torch, "N_": N_}                                              # N_ marks the printed labels
     exec(compile(_notebook_cell("def show("), str(NOTEBOOK), "exec"), ns)       # the Thinking Machines matrices
     for name, value in [("X", ch03._X), ("W_Q", ch03._W_Q), ("W_K", ch03._W_K), ("W_V", ch03._W_V)]:
         torch.testing.assert_close(ns[name], value)
-    ns = {"torch": torch, "show": lambda *a, **k: None}
+    ns = {"torch": torch, "N_": N_, "show": lambda *a, **k: None}
     exec(compile(_notebook_cell("sentence = "), str(NOTEBOOK), "exec"), ns)     # the hand-made sentence
     assert ns["sentence"] == ch03.SENTENCE and ns["features"] == ch03.FEATURES and ns["lexicon"] == ch03.LEXICON
     ns2 = dict(ns, tl=tl)
