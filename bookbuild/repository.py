@@ -17,7 +17,15 @@ address for the repository (``https://owner.github.io/name/``).
 A few committed files are read as they are by GitHub, PyPI and Colab's readers, never by the build: README.md
 (also the PyPI page), CITATION.cff, pyproject.toml's project URLs and CHANGELOG.md's links. They must hold the address
 literally, so ``set`` writes the new one into them and into ``_config.yml``, and ``check`` fails when one names
-another::
+another.
+
+The chapters link to a step of the explainer's page with its published address (``<site>book/explainer.html?s=...``,
+and ``<site>zh/book/explainer.html?...`` in the Chinese notebooks): a relative link would not reach the page from
+Jupyter or Colab. Those links, and no other form of the address, are in EXPLAINER_LINK_FILES (the notebooks, the
+Chinese notebooks and the prose catalogs that translate them); ``set`` moves them too, and ``check`` fails when one
+names another site or when the address shows there in another form, which ``set`` would not move. The built site
+makes them relative, and writes the build's own address into its copies of the notebooks
+(bookbuild/sphinx_ext/tl_explainer.py)::
 
     python -m bookbuild.repository                          # the address in force, and where it comes from
     python -m bookbuild.repository set OWNER/NAME [--site URL]
@@ -36,6 +44,11 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = "_config.yml"
 # committed files that hold the address for readers who never run the build (see the module's docstring)
 LITERAL_FILES = ("_config.yml", "README.md", "CITATION.cff", "pyproject.toml", "CHANGELOG.md")
+# committed files that hold the site's address in one form only, a chapter's link to the explainer's page (Jupyter and
+# Colab open the notebooks where they are, so the link cannot be relative): patterns, relative to the root
+EXPLAINER_LINK_FILES = ("notebooks/*.ipynb", "notebooks/zh/*.ipynb", "locales/zh_CN/LC_MESSAGES/notebooks/*.po")
+# the page a chapter links to, in either edition, after the site's address
+EXPLAINER_PAGE = r"(?:zh/)?book/explainer\.html"
 
 _OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?"
 _NAME = r"[A-Za-z0-9._-]{1,100}"
@@ -125,17 +138,29 @@ def rewrite(text: str, old: Address, new: Address) -> str:
     return re.sub(rf"(?<=/){re.escape(old.slug)}(?=[/\"')\s#.]|$)", new.slug, text, flags=re.M)
 
 
+def rewrite_explainer_links(text: str, old: Address, new: Address) -> str:
+    """``text`` with every link to ``old``'s explainer page (either edition's) on ``new``'s site; nothing else."""
+    return re.sub(rf"{re.escape(old.site)}(?={EXPLAINER_PAGE})", lambda _: new.site, text)
+
+
+def explainer_link_files(root: Path = ROOT) -> list[Path]:
+    """The files of EXPLAINER_LINK_FILES, sorted."""
+    return sorted(p for pattern in EXPLAINER_LINK_FILES for p in Path(root).glob(pattern) if p.is_file())
+
+
 def set_address(new: Address, root: Path = ROOT) -> list[Path]:
-    """Write ``new`` into every file of LITERAL_FILES that names the configured address; the files changed."""
+    """Write ``new`` into every file of LITERAL_FILES that names the configured address, and into the explainer's
+    links of EXPLAINER_LINK_FILES; the files changed."""
     root = Path(root)
     old = configured(root)
     changed = []
-    for rel in LITERAL_FILES:
-        path = root / rel
+    edits = [(root / rel, rewrite) for rel in LITERAL_FILES]
+    edits += [(path, rewrite_explainer_links) for path in explainer_link_files(root)]
+    for path, edit in edits:
         if not path.exists():
             continue
         text = path.read_text(encoding="utf-8")
-        new_text = rewrite(text, old, new)
+        new_text = edit(text, old, new)
         if new_text != text:
             path.write_text(new_text, encoding="utf-8")
             changed.append(path)
@@ -162,8 +187,26 @@ def stray_addresses(text: str, addr: Address) -> list[str]:
     return found
 
 
+# a link to an explainer page of any site: its site (ending in "/") and the page
+_EXPLAINER_LINK = re.compile(r"(?P<site>https?://[^\s\"'<>()\[\]?#\\/]+/(?:[^\s\"'<>()\[\]?#\\]*?/)??)"
+                             rf"(?P<page>{EXPLAINER_PAGE})")
+
+
+def explainer_link_problems(text: str, addr: Address) -> list[str]:
+    """What is wrong with a file of EXPLAINER_LINK_FILES: an explainer link to another site than ``addr``'s, or
+    ``addr`` named in another form (which ``set`` would not move)."""
+    problems = [f"links the explainer at {m['site']}, not {addr.site}"
+                for m in _EXPLAINER_LINK.finditer(text) if m["site"] != addr.site]
+    rest = _EXPLAINER_LINK.sub("", text)
+    site = addr.site.split("://", 1)[1].rstrip("/")
+    problems += [f"names {found} outside a link to the explainer, where `set` would not move it"
+                 for found in sorted(set(re.findall(rf"{re.escape(addr.slug)}|{re.escape(site)}", rest)))]
+    return problems
+
+
 def check(root: Path = ROOT) -> list[str]:
-    """Problems: a file of LITERAL_FILES that names another address than _config.yml's."""
+    """Problems: a file of LITERAL_FILES that names another address than _config.yml's, or a file of
+    EXPLAINER_LINK_FILES whose explainer links do (or that names the address otherwise)."""
     addr = configured(root)
     problems = []
     for rel in LITERAL_FILES:
@@ -171,13 +214,17 @@ def check(root: Path = ROOT) -> list[str]:
         if path.exists():
             for stray in stray_addresses(path.read_text(encoding="utf-8"), addr):
                 problems.append(f"{rel} names {stray}, not {addr.url} / {addr.site}")
+    for path in explainer_link_files(root):
+        for problem in explainer_link_problems(path.read_text(encoding="utf-8"), addr):
+            problems.append(f"{path.relative_to(root)} {problem}")
     return problems
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command")
-    s = sub.add_parser("set", help="write a new address into _config.yml and the files readers see as committed")
+    s = sub.add_parser("set", help="write a new address into _config.yml, the files readers see as committed and "
+                                   "the chapters' links to the explainer")
     s.add_argument("repository", help="owner/name or https://github.com/owner/name")
     s.add_argument("--site", help="the site's address (default: GitHub Pages' for the repository)")
     sub.add_parser("check", help="fail if a committed file names another address than _config.yml's")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bookbuild import repository
 from transformer_lite.book import i18n
 from transformer_lite.book.explain_view import (
     DECODER_STEPS,
@@ -141,3 +142,101 @@ def test_the_views_html_names_bad_arguments():
         explainer_html("grammar", static=None)
     with pytest.raises(ValueError, match="chapters must be a relative path ending in '/'"):
         explainer_html("grammar", chapters="../notebooks")
+
+
+# -- the chapters' links into the view (their markdown; the built site's: tests/test_explainer_web.py) ----------------
+
+# the chapters that teach a step of the view (every chapter the view's steps name, explain_view.CHAPTERS, and chapter
+# 10's next-token training); chapters 6 (BatchNorm) and 11 (where LayerNorm sits) teach no step of the shipped models
+LINKED = ["01_tokens_and_embeddings", "02_positional_encoding", "03_self_attention", "04_multi_head_attention",
+          "05_add_norm_ffn", "07_masking", "08_encoder", "09_decoder", "10_training", "12_inference"]
+SITE = repository.configured(ROOT).site  # the published site: the one place it is written is _config.yml
+LINK = re.compile(r"\]\((?P<url>https?://[^\s()]+?/(?:zh/)?book/explainer\.html\?[^\s()]*)\)")
+
+
+def _links(path: Path) -> list[str]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [m["url"] for c in cells if c["cell_type"] == "markdown" for m in LINK.finditer("".join(c["source"]))]
+
+
+def test_every_chapter_that_teaches_a_step_links_to_it_from_its_notebooks():
+    """In Jupyter and Colab a relative link cannot reach the page, so a notebook names the published page: the
+    English one from notebooks/, the Chinese one from notebooks/zh/, at the address bookbuild/repository.py keeps
+    (its check holds every such link to it), with a step the view has and a sentence its model reads."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from transformer_lite.book.explain_view import CHAPTERS
+
+    assert set(CHAPTERS.values()) <= set(LINKED)
+    site = SITE
+    for stem in sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb")):
+        english = _links(ROOT / "notebooks" / f"{stem}.ipynb")
+        chinese = _links(ROOT / "notebooks" / "zh" / f"{stem}.ipynb")
+        if stem not in LINKED:
+            assert not english and not chinese, stem
+            continue
+        assert len(english) == 1 and len(chinese) == 1, (stem, english, chinese)
+        assert english[0].startswith(site + "book/explainer.html?"), english
+        assert chinese[0] == english[0].replace(site, site + "zh/", 1), chinese
+        query = {k: v[0] for k, v in parse_qs(urlsplit(english[0]).query).items()}
+        assert set(query) == {"s", "step", "model"}, (stem, query)
+        assert query["step"] in step_ids(2, 2), (stem, query)
+        model, data = shipped_translator(query["model"])
+        assert read_english(query["s"], data.src_vocab, model.max_len, reading_of(data))[0], (stem, query)
+
+
+def test_a_chapters_link_to_the_published_page_opens_the_editions_own():
+    """bookbuild/sphinx_ext/tl_explainer.py: a link to the published explainer page (any copy's address, either
+    edition's), with its query, becomes a relative link on the site, its "&" as the link wrote it; other links stay."""
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    from bookbuild.sphinx_ext.tl_explainer import local_explainer_links
+
+    doc = new_document("test")
+    links = {"https://someone.github.io/fork/book/explainer.html?s=I+have+a+cat&amp;step=next&amp;model=grammar":
+             "../book/explainer.html?s=I+have+a+cat&step=next&model=grammar",
+             SITE + "book/explainer.html": "../book/explainer.html",
+             SITE + "zh/book/explainer.html?s=x&step=tokens": "../book/explainer.html?s=x&step=tokens",
+             "https://example.org/book/explainers.html?s=x": "https://example.org/book/explainers.html?s=x",
+             "https://colab.research.google.com/github/o/r/blob/main/book/explainer.md":
+             "https://colab.research.google.com/github/o/r/blob/main/book/explainer.md"}
+    for uri in links:
+        doc += nodes.paragraph("", "", nodes.reference("", "link", refuri=uri))
+    local_explainer_links(SimpleNamespace(env=SimpleNamespace(docname="notebooks/09_decoder")), doc)
+    got = [r["refuri"] for r in doc.findall(nodes.reference)]
+    assert got == list(links.values())
+    assert [bool(r.get("internal")) for r in doc.findall(nodes.reference)] == [True, True, True, False, False]
+
+
+def test_the_sites_copies_of_the_notebooks_name_the_address_it_is_built_for(tmp_path):
+    """The site's _sources/ (its download button, which Jupyter opens) link the explainer at the build's own site, in
+    either edition; other addresses stay."""
+    from types import SimpleNamespace
+
+    from bookbuild.sphinx_ext.tl_explainer import published_sources
+
+    fork = "https://example-reader.github.io/a-fork-of-the-book/"
+    nb = tmp_path / "_sources" / "notebooks" / "09_decoder.ipynb"
+    nb.parent.mkdir(parents=True)
+    text = json.dumps({"cells": [{"cell_type": "markdown", "source": [
+        f"[a]({SITE}book/explainer.html?s=She+eats&step=dec1-cross&model=grammar) and\n",
+        f"[b]({SITE}zh/book/explainer.html?s=x) [c](https://colab.research.google.com/github/o/r/blob/main/x.ipynb) "
+        f"[d]({SITE}book/intro.html)"]}]}, indent=1)
+    nb.write_text(text, encoding="utf-8")
+    figure = tmp_path / "_sources" / "notebooks" / "figure.png"
+    figure.write_bytes(b"\x89PNG" + SITE.encode())
+    app = SimpleNamespace(config=SimpleNamespace(html_baseurl=fork), builder=SimpleNamespace(format="html"),
+                          outdir=str(tmp_path))
+    published_sources(app, None)
+    new = nb.read_text(encoding="utf-8")
+    assert new == text.replace(f"{SITE}book/explainer", f"{fork}book/explainer").replace(
+        f"{SITE}zh/book/explainer", f"{fork}zh/book/explainer")
+    assert f"{SITE}book/intro.html" in new and figure.read_bytes() == b"\x89PNG" + SITE.encode()
+    published_sources(app, None)
+    assert nb.read_text(encoding="utf-8") == new
+    published_sources(SimpleNamespace(config=SimpleNamespace(html_baseurl=SITE), builder=app.builder,
+                                      outdir=str(tmp_path)), RuntimeError("failed"))  # a failed build: untouched
+    assert nb.read_text(encoding="utf-8") == new

@@ -276,3 +276,65 @@ def test_the_page_is_accessible(browser, site, edition, colour):
         _clean(view)
     finally:
         view.close()
+
+
+# the chapters that teach a step of the view link to it with their own sentence (their markdown, both editions)
+LINKED = ["01_tokens_and_embeddings", "02_positional_encoding", "03_self_attention", "04_multi_head_attention",
+          "05_add_norm_ffn", "07_masking", "08_encoder", "09_decoder", "10_training", "12_inference"]
+
+
+def _chapter_links(html_path) -> list[dict]:
+    hrefs = re.findall(r'href="([^"]*book/explainer\.html\?[^"]*)"', html_path.read_text(encoding="utf-8"))
+    return [dict(href=h, **{k: v[0] for k, v in parse_qs(urlparse(h.replace("&amp;", "&")).query).items()})
+            for h in hrefs]
+
+
+def test_every_chapter_that_teaches_a_step_links_to_it_in_its_edition(built):
+    """On the pages, relative to the edition's own page (from disk too, and in a fork's build); in the site's copies of
+    the notebooks (the download button, opened in Jupyter), the page of the address the site was built for."""
+    import json
+
+    from transformer_lite.book.translate import read_english, reading_of, shipped_translator
+
+    site = json.loads((built.parent / "build-info.json").read_text(encoding="utf-8"))["site"]
+    for edition in ("", "zh/"):
+        for stem in LINKED:
+            links = _chapter_links(built / f"{edition}notebooks/{stem}.html")
+            assert len(links) == 1, f"{edition}{stem}: {links}"
+            link = links[0]
+            # the page of the same edition, from disk too: relative, and its query as the chapter wrote it
+            assert link["href"].startswith("../book/explainer.html?") and "&amp;amp;" not in link["href"], link
+            assert link["step"] in step_ids(2, 2), link
+            model, data = shipped_translator(link["model"])
+            assert read_english(link["s"], data.src_vocab, model.max_len, reading_of(data))[0], link
+            source = (built / f"{edition}_sources/notebooks/{stem}.ipynb").read_text(encoding="utf-8")
+            query = link["href"].split("?", 1)[1].replace("&amp;", "&")
+            assert f"{site}{edition}book/explainer.html?{query}" in source, f"{edition}_sources/{stem}"
+
+
+def test_a_chapters_link_opens_its_step(browser, site, language):
+    """Chapter 9's link, followed in the Chinese edition: the view opens on its step, with its sentence."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    page = ctx.new_page()
+    try:
+        page.goto(site + "zh/notebooks/09_decoder.html", wait_until="load")
+        link = page.locator('a[href*="book/explainer.html?"]').first
+        query = parse_qs(urlparse(link.get_attribute("href")).query)
+        link.scroll_into_view_if_needed()
+        link.click()
+        page.wait_for_url("**/zh/book/explainer.html?**")
+        opened = page.url
+    finally:
+        ctx.close()
+    # the address it opened, in a page of its own (View records its requests and console from the start)
+    view = View(browser, site, "zh/book/explainer.html?" + urlparse(opened).query)
+    language("zh")
+    try:
+        assert view.wait() == "ready", view.status()
+        assert view.step() == query["step"][0]
+        assert view.root.locator(".tlx-input").input_value() == query["s"][0]
+        assert view.root.locator(".tlx-model").input_value() == query["model"][0]
+        assert view.root.locator(".tlx-view .tlx-title").inner_text() == step_title(query["step"][0])
+        _clean(view)
+    finally:
+        view.close()

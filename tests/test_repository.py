@@ -38,6 +38,12 @@ def _default_traces(text: str) -> list[str]:
     return re.findall(rf"{re.escape(DEFAULT.slug)}|{re.escape(site)}", text)
 
 
+def _without_explainer_links(text: str, addr) -> str:
+    """``text`` without its links to ``addr``'s explainer page (either edition's), the one form of the address
+    that the notebooks and their catalogs may hold."""
+    return re.sub(rf"{re.escape(addr.site)}{repository.EXPLAINER_PAGE}", "", text)
+
+
 # --- the resolver ----------------------------------------------------------------------------------
 
 def test_the_environment_overrides_the_configured_address_in_order():
@@ -71,10 +77,12 @@ def test_the_committed_files_name_only_the_configured_address():
 
 def test_the_default_lives_in_one_place_and_set_moves_every_trace_of_it(tmp_path):
     """Outside the files a reader sees as committed (bookbuild/repository.py LITERAL_FILES), no tracked file names the
-    default address; after `set`, none does at all."""
+    default address, but for the chapters' links to the explainer's page in EXPLAINER_LINK_FILES; after `set`, none
+    does at all."""
     tracked = subprocess.run(["git", "-c", "safe.directory=*", "ls-files", "-z"], cwd=ROOT, capture_output=True,
                              check=True).stdout.decode().split("\0")
     elsewhere = {}
+    linking = {str(p.relative_to(ROOT)) for p in repository.explainer_link_files(ROOT)}
     for rel in filter(None, tracked):
         src = ROOT / rel
         if not src.is_file() or src.stat().st_size > 3_000_000:
@@ -86,6 +94,8 @@ def test_the_default_lives_in_one_place_and_set_moves_every_trace_of_it(tmp_path
         dest = tmp_path / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
+        if rel in linking:
+            text = _without_explainer_links(text, DEFAULT)
         if _default_traces(text) and rel not in repository.LITERAL_FILES:
             elsewhere[rel] = _default_traces(text)[:3]
     assert not elsewhere, f"the default address outside {repository.LITERAL_FILES}: {elsewhere}"
@@ -101,6 +111,59 @@ def test_the_default_lives_in_one_place_and_set_moves_every_trace_of_it(tmp_path
     assert repository.check(tmp_path) == []
     assert repository.main(["--root", str(tmp_path), "set", MADE_UP]) == 0  # idempotent
     assert repository.check(tmp_path) == []
+
+
+def _explainer_links(text: str) -> list[str]:
+    return re.findall(r"https?://[^\s\"'<>()\[\]]+?/(?:zh/)?book/explainer\.html[^\s\"'<>()\[\]]*", text)
+
+
+def test_set_moves_the_chapters_links_to_the_explainer(tmp_path):
+    """The chapters link to the explainer's page by its published address (Jupyter and Colab cannot follow a relative
+    link): `set` moves every such link of the English notebooks, the Chinese ones and the prose catalogs to the new
+    site, query and all, and the catalogs still translate the notebooks' paragraphs; check knows the places."""
+    files = repository.explainer_link_files(ROOT)
+    rels = [p.relative_to(ROOT) for p in files]
+    for rel in ("_config.yml", *map(str, rels)):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text((ROOT / rel).read_text(encoding="utf-8"), encoding="utf-8")
+    before = {rel: _explainer_links((ROOT / rel).read_text(encoding="utf-8")) for rel in rels}
+    linking = {str(rel) for rel, links in before.items() if links}
+    for part in ("notebooks/0", "notebooks/zh/0", "LC_MESSAGES/notebooks/0"):
+        assert any(part in rel for rel in linking), f"no explainer link in {part}*: {sorted(linking)}"
+    assert repository.check(tmp_path) == []
+
+    assert repository.main(["--root", str(tmp_path), "set", MADE_UP]) == 0
+    fork = repository.configured(tmp_path)
+    for rel, links in before.items():
+        text = (tmp_path / rel).read_text(encoding="utf-8")
+        moved = [link.replace(DEFAULT.site, fork.site, 1) for link in links]
+        assert _explainer_links(text) == moved, rel
+        assert not _default_traces(text), (rel, _default_traces(text)[:3])
+        if links and "/zh/" in str(rel):  # a Chinese notebook opens the Chinese page
+            assert all(link.startswith(fork.site + "zh/book/explainer.html?") for link in moved), rel
+    # every link paragraph of an English notebook is still a message of its catalog, translated with the same link
+    import polib
+
+    for nb in sorted((tmp_path / "notebooks").glob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        paragraphs = [p for c in cells if c["cell_type"] == "markdown"
+                      for p in "".join(c["source"]).split("\n\n") if "book/explainer.html" in p]
+        if not paragraphs:
+            continue
+        po = polib.pofile(str(tmp_path / "locales/zh_CN/LC_MESSAGES/notebooks" / f"{nb.stem}.po"))
+        for p in paragraphs:
+            entry = po.find(p.replace("\n", " "))
+            assert entry is not None and entry.msgstr, (nb.name, p)
+            assert _explainer_links(entry.msgstr) == _explainer_links(p), (nb.name, entry.msgstr)
+    assert repository.check(tmp_path) == []
+
+    # check names a link that `set` did not move, and the address written in another form
+    nb = tmp_path / sorted(r for r in linking if r.startswith("notebooks/0"))[0]
+    text = nb.read_text(encoding="utf-8")
+    nb.write_text(text.replace(fork.site, "https://someone-else.github.io/book/", 1), encoding="utf-8")
+    assert any("links the explainer at https://someone-else.github.io/book/" in p for p in repository.check(tmp_path))
+    nb.write_text(text.replace(fork.site + "book/explainer.html", fork.site + "book/intro.html", 1), encoding="utf-8")
+    assert any("outside a link to the explainer" in p for p in repository.check(tmp_path))
 
 
 # --- the built site and the PDFs --------------------------------------------------------------------

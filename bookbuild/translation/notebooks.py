@@ -1,6 +1,7 @@
 """The Chinese notebooks (notebooks/zh/): the English notebooks with their prose and code strings translated."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from .anchors import cross_chapter_links, heading_cells
@@ -68,6 +69,17 @@ def translate_markdown(source: str, translations: dict, md=None) -> tuple[str, l
     return text, missing
 
 
+# A chapter's link to the explainer's page names the published page (bookbuild/repository.py moves it with the address):
+# from a Chinese notebook it opens the Chinese edition's page. The catalogs keep the English target, as they keep every
+# link target, and the Chinese site makes the link relative to its own page (bookbuild/sphinx_ext/tl_explainer.py).
+EXPLAINER_LINK = re.compile(r"(\]\(https?://[^\s()]+?/)(?<!/zh/)(book/explainer\.html[?#)])")
+
+
+def chinese_explainer_links(text: str) -> str:
+    """A markdown cell's links to the published explainer page, made links to its Chinese edition's page."""
+    return EXPLAINER_LINK.sub(r"\1zh/\2", text)
+
+
 def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
     """The Chinese version of one English notebook: markdown translated from its catalog; in the code cells, the
     comments and figure strings translated from its code catalog and `setup(..., language="zh")` (code_translated),
@@ -88,6 +100,7 @@ def chinese_notebook(path: Path, md=None) -> tuple[dict, list[str]]:
             text, miss = translate_markdown("".join(cell["source"]), catalog, md)
             missing += miss
             text = cross_chapter_links(text, cells)  # the anchor lines come from the English (write_anchors)
+            text = chinese_explainer_links(text)
             cell["source"] = cell_lines(text)
         else:
             chinese_toggles(cell)
