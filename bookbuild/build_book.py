@@ -135,7 +135,8 @@ def assemble_assets() -> Path:
             shutil.copytree(s, d)
         else:
             shutil.copy2(s, d)
-    for f in (ROOT / "bookbuild" / "site_assets").iterdir():
+    # the site's own scripts, and the explainer's view, which the package ships (a notebook's view draws with it)
+    for f in [*(ROOT / "bookbuild" / "site_assets").iterdir(), *(ROOT / "transformer_lite" / "book" / "web").iterdir()]:
         if f.is_file():
             shutil.copy2(f, ASSETS / f.name)
     write_translator(ASSETS / "translator")

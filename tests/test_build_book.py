@@ -188,7 +188,8 @@ def test_every_file_named_in_the_configuration_tools_and_prose_exists():
                 *(ROOT / ".github" / "workflows").glob("*.yml"),
                 ROOT / "_config.yml", ROOT / "_toc.yml", ROOT / "Makefile", ROOT / ".ci" / "run",
                 *(ROOT / "book").glob("*.md"), *(ROOT / "bookbuild").glob("*.py"), *(ROOT / "bookbuild").glob("*.sh"),
-                *(ROOT / "bookbuild" / "site_assets").iterdir(), *(ROOT / "transformer_lite").rglob("*.py")]
+                *(ROOT / "bookbuild" / "site_assets").iterdir(),
+                *(ROOT / "transformer_lite" / "book" / "web").iterdir(), *(ROOT / "transformer_lite").rglob("*.py")]
     names = _names_in_the_repository()
     top = "bookbuild|tests|notebooks|binder|benchmarks|transformer_lite|\\.ci"
     missing = []

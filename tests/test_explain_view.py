@@ -1,6 +1,7 @@
 """The explainer's page, without a browser: transformer_lite.book.explain_view (the view's HTML and settings, in
-either language) and what bookbuild/site_assets/tl-explainer.js writes (every text in the package's catalog, the steps'
-ids and titles the module names). The page in Chromium: tests/test_explainer_web.py."""
+either language, on the site and in a notebook) and what transformer_lite/book/web/tl-explainer.js writes (every text
+in the package's catalog, the steps' ids and titles the module names). The page in Chromium:
+tests/test_explainer_web.py; a notebook's view in JupyterLab: tests/test_jupyterlab.py."""
 from __future__ import annotations
 
 import json
@@ -18,13 +19,14 @@ from transformer_lite.book.explain_view import (
     VIEW_TEXTS,
     as_typed,
     explainer_html,
+    notebook_html,
     step_ids,
     step_title,
 )
 from transformer_lite.book.translate import SHIPPED, read_english, reading_of, shipped_examples, shipped_translator
 
 ROOT = Path(__file__).resolve().parent.parent
-JS = (ROOT / "bookbuild" / "site_assets" / "tl-explainer.js").read_text(encoding="utf-8")
+JS = (ROOT / "transformer_lite" / "book" / "web" / "tl-explainer.js").read_text(encoding="utf-8")
 STRING = r'"(?:[^"\\]|\\.)*"'
 HAN = re.compile(r"[\u3400-\u9fff]")
 # three plain English words in a row, once {fields}, <tokens>, code and formulas are taken out
@@ -144,6 +146,77 @@ def test_the_views_html_names_bad_arguments():
         explainer_html("grammar", chapters="../notebooks")
 
 
+# -- the view as a notebook cell's output (explain_view.show, notebook_html) -----------------------------------------
+
+NOTEBOOK_SENTENCE = "Does she read books at school every day?"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_notebooks_view_is_self_contained_and_draws_the_kernels_trace(lang):
+    from transformer_lite.book import explain
+
+    i18n.set_language(lang)
+    html = notebook_html("grammar", NOTEBOOK_SENTENCE)
+    # nothing to fetch: no script or style file, no address of another host, no loader of the site's files
+    assert not re.search(r"<script[^>]*\bsrc=|<link\b|<img\b|<iframe\b", html)
+    addresses = set(re.findall(r"https?://[^\s\"']*", html)) - {"http://www.w3.org/2000/svg"}  # SVG's namespace
+    assert not addresses, addresses
+    assert html.count("<script>") == 1  # the view's script; the browser test sees that it requests nothing
+    settings = _settings(html)
+    assert settings["trace"] == json.loads(json.dumps(explain.trace("grammar", NOTEBOOK_SENTENCE)))  # the kernel's
+    assert settings["step"] is None and settings["language"] == lang
+    assert settings["chapters"]["3"] == "03_self_attention.ipynb"  # beside the reader's notebook
+    # the site's script and style, inline, as the package ships them
+    assert JS in html and (ROOT / "transformer_lite" / "book" / "web" / "tl-explainer.css").read_text() in html
+    assert "tlx-input" in html and 'class="tlx-row" hidden' in html  # no sentence box: the kernel chose the sentence
+    sentence = re.search(r'<p class="tlx-sentence">(.*?)</p>', html).group(1)
+    assert NOTEBOOK_SENTENCE in sentence
+    status = re.search(r'class="tlx-status"[^>]*>(.*?)</p>', html).group(1)
+    if lang == "zh":
+        assert_chinese(settings["text"]["Traced in Python by transformer_lite.book.explain.trace: {n} steps."],
+                       "Traced in Python")
+        assert HAN.search(status) and "英文" in sentence
+    else:
+        assert status.startswith("Run the cell")
+
+
+def test_a_notebooks_view_opens_on_a_step_with_heads_off():
+    html = notebook_html("grammar", NOTEBOOK_SENTENCE, heads_off=[("cross", 0, 1)], step="dec1-cross")
+    settings = _settings(html)
+    assert settings["step"] == "dec1-cross" and settings["trace"]["heads_off"] == [["cross", 0, 1]]
+
+
+def test_a_notebooks_view_names_bad_arguments():
+    with pytest.raises(ValueError, match="key must be one of"):
+        notebook_html("french", "I have a cat")
+    with pytest.raises(TypeError, match="text must be a str"):
+        notebook_html("grammar", None)
+    with pytest.raises(ValueError, match="step_id must be a step of the view"):
+        notebook_html("grammar", "I have a cat", step="enc1-nothing")
+    with pytest.raises(ValueError, match="step must be a step of translator 'grammar'"):
+        notebook_html("grammar", "I have a cat", step="enc9-scores")
+    with pytest.raises(ValueError, match="heads_off"):
+        notebook_html("grammar", "I have a cat", heads_off=[("cross", 0, 99)])
+
+
+def test_show_draws_the_notebooks_view_or_on_the_site_the_sites(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell  # noqa: F401 - IPython is there
+
+    from transformer_lite.book import explain_view
+    from transformer_lite.book.interactive import STATIC_ENV
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj.data))
+    monkeypatch.delenv(STATIC_ENV, raising=False)
+    explain_view.show("grammar", NOTEBOOK_SENTENCE)
+    assert '"trace": {' in shown[-1] and "<style>" in shown[-1]
+    monkeypatch.setenv(STATIC_ENV, "1")  # the book's build: the site's view, its files from the English _static/
+    explain_view.show("grammar", NOTEBOOK_SENTENCE)
+    assert 'src="../_static/tl/tl-explainer.js"' in shown[-1] and '"trace"' not in shown[-1]
+    assert f'value="{NOTEBOOK_SENTENCE}"' in shown[-1] and '"3": "03_self_attention.html"' in shown[-1]
+    i18n.set_language("zh")
+    explain_view.show("real")
+    assert 'src="../../_static/tl/tl-explainer.js"' in shown[-1]
 # -- the chapters' links into the view (their markdown; the built site's: tests/test_explainer_web.py) ----------------
 
 # the chapters that teach a step of the view (every chapter the view's steps name, explain_view.CHAPTERS, and chapter

@@ -416,6 +416,81 @@ def test_translator_chapter_13_is_live(lab, browser):
         _quietly(lab.shutdown_kernels)
 
 
+def _code_cell(source: str) -> dict:
+    return {"cell_type": "code", "execution_count": None, "id": os.urandom(4).hex(), "metadata": {}, "outputs": [],
+            "source": source}
+
+
+def test_the_explainers_view_draws_and_steps_as_a_cells_output(lab, browser):
+    """explain_view.show: the view drawn from the kernel's trace by the site's own script, inline in the output, in the
+    notebook's language (the second view after setup(language="zh")), stepped by keyboard; no request leaves the
+    server (Page fails on any), the page logs no error. A notebook of its own beside the chapters' copies."""
+    from transformer_lite.book import explain
+    from transformer_lite.book.explain_view import step_title
+    from transformer_lite.book.i18n import set_language, tr
+
+    cells = [_code_cell('from transformer_lite.book.explain_view import show\n'
+                        'show("grammar", "Does she read books at school every day?")'),
+             _code_cell('from transformer_lite.book.notebook import setup\n'
+                        'setup(language="zh")\n'
+                        'show("real", "My teacher likes to drink green tea.", step="dec1-cross")')]
+    nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                      "language": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    (lab.root / "explainer_view.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    page = Page(browser, lab, "explainer_view.ipynb")
+    try:
+        page.run_all()
+        p = page.page
+        views = p.locator(f"{NB} .tl-explainer")
+        p.wait_for_function(f"document.querySelectorAll('{NB} .tl-explainer[data-tl-state=ready]').length === 2",
+                            timeout=30_000)
+        first, second = views.nth(0), views.nth(1)
+        title = lambda v: v.locator(".tlx-view .tlx-title").inner_text()  # noqa: E731
+        shown = lambda v: v.locator(".tlx-step-select").input_value()  # noqa: E731
+        ids = first.locator(".tlx-step-select option").evaluate_all("os => os.map(o => o.value)")
+        trace = explain.trace("grammar", "Does she read books at school every day?")
+        assert first.evaluate("v => v.tlView.trace.tgt_tokens") == trace["tgt_tokens"]
+        assert first.locator(".tlx-view svg, .tlx-view table, .tlx-view ol").count() >= 1
+        assert shown(first) == "tokens" and title(first) == "Tokens"
+        # the keyboard: the arrows, End and Home step while the focus is in the view
+        first.locator(".tlx-next").focus()
+        p.keyboard.press("ArrowRight")
+        assert shown(first) == ids[1] and title(first) == step_title(ids[1])
+        p.keyboard.press("End")
+        assert shown(first) == "next" and first.locator("ol.tlx-candidates > li").count() == len(trace["tgt_tokens"])
+        p.keyboard.press("ArrowLeft")
+        assert shown(first) == ids[-2]
+        p.keyboard.press("Home")
+        assert shown(first) == "tokens"
+        first.locator(".tlx-next").click()
+        assert shown(first) == ids[1]
+        # the second view: Chinese, opened on its step, stepping on its own
+        set_language("zh")
+        try:
+            assert shown(second) == "dec1-cross" and title(second) == step_title("dec1-cross")
+            assert second.locator(".tlx-start").is_hidden() and second.locator(".tlx-input").is_hidden()
+            status = second.locator(".tlx-status").inner_text()
+            assert status.endswith(tr("Step {i} of {n}: {title}", i=ids_index(second, "dec1-cross") + 1,
+                                      n=second.locator(".tlx-step-select option").count(),
+                                      title=step_title("dec1-cross"))), status
+        finally:
+            set_language("en")
+        second.locator(".tlx-prev").focus()
+        p.keyboard.press("ArrowRight")
+        assert shown(second) == "dec1-ffn" and shown(first) == ids[1]
+        assert "?s=" not in p.url and "step=" not in p.url  # the notebook's address is left alone
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        second.screenshot(path=str(SHOTS / "explainer-view-zh.png"))
+        page.check_clean()
+    finally:
+        page.close()
+        _quietly(lab.shutdown_kernels)
+
+
+def ids_index(view, step: str) -> int:
+    return view.locator(".tlx-step-select option").evaluate_all("os => os.map(o => o.value)").index(step)
+
+
 @pytest.mark.parametrize("notebook", ["12_inference.ipynb"])
 def test_translator_chapters_run_clean(lab, browser, notebook):
     """Chapter 12 asserts behaviours of the shipped translator: every cell runs without an error here too, with live

@@ -1,7 +1,8 @@
 """The explainer's page on the static site: the reader's sentence through a shipped translator, one step at a time.
 
 :func:`explainer_html` writes the view's controls (a sentence box, the translator to use, a start button, the step
-control) with its settings; ``bookbuild/site_assets/tl-explainer.js`` brings it to life. Nothing heavy loads with the
+control) with its settings; ``web/tl-explainer.js`` (shipped with the package, copied into the site's ``_static/tl/``
+by the build) brings it to life. Nothing heavy loads with the
 page: when the reader presses start (or follows a link that names a step), the script asks
 ``window.tlExplainer.trace`` (``bookbuild/site_assets/tl-translator.js``: the shipped translator and its explainer's
 graphs in ONNX Runtime Web, equal to :func:`transformer_lite.book.explain.trace`) for the sentence's trace, and
@@ -23,17 +24,25 @@ The steps, each with an id that a link can name (``?s=<sentence>&step=<id>&model
 
 Every text the script writes is an English template in :data:`VIEW_TEXTS`, handed to it in the page's language
 (the package's catalog), as the translator box does.
+
+In Jupyter and Colab, :func:`show` draws the same view as a cell's output from a trace the kernel computes
+(:func:`transformer_lite.book.explain.trace`): :func:`notebook_html` puts the trace in the settings and the script and
+its style inline, so the output loads nothing and runs no model in the browser. On the book's site (the build runs
+the chapters with static controls) :func:`show` writes the site's view instead, opening on the same sentence.
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
+from importlib import resources
 
 from .i18n import N_, language, tr
 from .translate import SHIPPED, _check_key, shipped_examples
 
-__all__ = ["explainer_html", "as_typed", "VIEW_TEXTS", "STEP_TITLES", "CHAPTERS", "step_ids", "step_title"]
+__all__ = ["explainer_html", "notebook_html", "show", "as_typed", "VIEW_TEXTS", "STEP_TITLES", "CHAPTERS", "step_ids",
+           "step_title"]
 
 # The chapters a step links to (tl-explainer.js names them by number): number -> the notebook's page name
 CHAPTERS = {1: "01_tokens_and_embeddings", 2: "02_positional_encoding", 3: "03_self_attention",
@@ -172,7 +181,11 @@ VIEW_TEXTS = tuple(STEP_TITLES.values()) + (
        "These are the {k} most probable next tokens; greedy decoding writes the first."),
     N_("The translation: {words}"),
     N_("cross-attention weights, layer {layer}"),
+    # a notebook's view (show): the kernel computed the trace
+    N_("Traced in Python by transformer_lite.book.explain.trace: {n} steps."),
 )
+# a notebook's view before its script runs (Jupyter runs an output's script only in a notebook it trusts)
+_RUN_THE_CELL = N_("Run the cell to draw the view: Jupyter runs an output's script only in a notebook it trusts.")
 
 
 def _check_static(static) -> str:
@@ -199,24 +212,39 @@ def as_typed(text: str, key: str) -> str:
     return typed[:1].upper() + typed[1:]
 
 
-def explainer_html(key: str = "grammar", static: str = "_static/", chapters: str = "../notebooks/") -> str:
+def explainer_html(key: str = "grammar", static: str = "_static/", chapters: str = "../notebooks/",
+                   text: str | None = None) -> str:
     """The view's HTML: its controls, the settings its script reads, and the tags that load its script and style.
 
     ``key``: the translator it opens on (``"grammar"`` or ``"real"``); ``static``: the page's relative path to the
     site's ``_static/`` (the English edition's: the Chinese pages load its files); ``chapters``: the page's relative
-    path to the chapters' pages. Raises ``TypeError``/``ValueError`` naming the argument.
+    path to the chapters' pages; ``text``: the sentence in its box (by default the translator's first example).
+    Raises ``TypeError``/``ValueError`` naming the argument.
     """
     _check_key(key)
     _check_static(static)
-    if not isinstance(chapters, str) or not chapters.endswith("/"):
-        raise ValueError(f"chapters must be a relative path ending in '/', got {chapters!r}")
+    if not isinstance(chapters, str) or chapters and not chapters.endswith("/"):
+        raise ValueError(f"chapters must be a relative path ending in '/' (or '' for the page's own folder), got "
+                         f"{chapters!r}")
+    if text is not None and not isinstance(text, str):
+        raise TypeError(f"text must be a str (an English sentence) or None, got {type(text).__name__}")
+    head, view = _view_html(key, {str(n): f"{chapters}{name}.html" for n, name in CHAPTERS.items()}, text)
+    return (f'<link rel="stylesheet" href="{static}tl/tl-explainer.css">{head}{view}'
+            f'<script src="{static}tl/tl-explainer.js" defer></script></div>')
+
+
+def _view_html(key: str, chapters: dict, text: str | None, trace: dict | None = None, step: str | None = None):
+    """The view's opening tag and its controls (without its script and the closing tag): ``(opening, controls)``.
+    With ``trace`` (a notebook's view) the settings hold it and the sentence shows as text instead of a box."""
     models = {k: dict(label=tr(label), examples=[as_typed(e, k) for e in shipped_examples(k)])
               for k, label in SHIPPED.items()}
-    settings = dict(model=key, models=models, language=language(),
-                    chapters={str(n): f"{chapters}{name}.html" for n, name in CHAPTERS.items()},
+    settings = dict(model=key, models=models, language=language(), chapters=chapters,
                     text={english: tr(english) for english in VIEW_TEXTS})
+    if trace is not None:
+        settings.update(trace=trace, step=step)
     data_json = json.dumps(settings, ensure_ascii=False).replace("<", "\\u003c")  # nothing can close the <script>
-    first = models[key]["examples"][0]
+    first = models[key]["examples"][0] if text is None else text
+    given = trace is not None
     options = "".join(f'<option value="{k}"{" selected" if k == key else ""}>{html.escape(m["label"])}</option>'
                       for k, m in models.items())
     examples = "".join(
@@ -225,22 +253,74 @@ def explainer_html(key: str = "grammar", static: str = "_static/", chapters: str
         + "".join(f'<button type="button" class="tlx-example" lang="en">{html.escape(e)}</button>'
                   for e in m["examples"])
         + "</div>" for k, m in models.items())
+    colon = "：" if language() == "zh" else ": "
+    sentence = (f'<p class="tlx-sentence">{html.escape(tr(_ENGLISH))}{colon}<span lang="en">{html.escape(first)}</span>'
+                f' · {html.escape(tr(_TRANSLATOR))}{colon}{html.escape(models[key]["label"])}</p>' if given else "")
+    hide = " hidden" if given else ""  # a notebook's view draws the kernel's trace: no box, no start
     return (
-        f'<link rel="stylesheet" href="{static}tl/tl-explainer.css">'
-        f'<div class="tl-explainer" data-tl-state="idle" data-tl-model="{key}">'
-        f'<script type="application/json" class="tlx-settings">{data_json}</script>'
-        '<div class="tlx-row">'
+        f'<div class="tl-explainer" data-tl-state="idle" data-tl-model="{key}">',
+        f'<script type="application/json" class="tlx-settings">{data_json}</script>{sentence}'
+        f'<div class="tlx-row"{hide}>'
         f'<label>{html.escape(tr(_ENGLISH))} <input type="text" class="tlx-input" lang="en" autocomplete="off" '
         f'spellcheck="false" value="{html.escape(first)}"></label>'
         f'<label>{html.escape(tr(_TRANSLATOR))} <select class="tlx-model">{options}</select></label>'
         f'<button type="button" class="tlx-start">{html.escape(tr(_START))}</button></div>'
-        f'{examples}'
+        f'{"" if given else examples}'
         '<div class="tlx-row tlx-nav" hidden>'
         f'<button type="button" class="tlx-prev" aria-keyshortcuts="ArrowLeft">{html.escape(tr(_PREVIOUS))}</button>'
         f'<label>{html.escape(tr(_STEP))} <select class="tlx-step-select"></select></label>'
         f'<button type="button" class="tlx-next" aria-keyshortcuts="ArrowRight">{html.escape(tr(_NEXT))}</button>'
         f'<label class="tlx-head-label">{html.escape(tr("head"))} <select class="tlx-head"></select></label></div>'
-        f'<p class="tlx-status" role="status" aria-live="polite">{html.escape(tr(_PRESS_START))}</p>'
+        f'<p class="tlx-status" role="status" aria-live="polite">'
+        f'{html.escape(tr(_RUN_THE_CELL if given else _PRESS_START))}</p>'
         '<section class="tlx-view" tabindex="-1" aria-live="off"></section>'
-        f'<noscript>{html.escape(tr(_NO_SCRIPT))}</noscript>'
-        f'<script src="{static}tl/tl-explainer.js" defer></script></div>')
+        f'<noscript>{html.escape(tr(_NO_SCRIPT))}</noscript>')
+
+
+@functools.cache
+def _web(name: str) -> str:
+    """The view's script or style, as the package ships it (``web/``; the site's ``_static/tl/`` has copies)."""
+    return resources.files(__package__).joinpath("web", name).read_text(encoding="utf-8")
+
+
+def notebook_html(key: str, text: str, heads_off=(), step: str | None = None) -> str:
+    """The view as a notebook cell's output: :func:`transformer_lite.book.explain.trace` of ``text`` through
+    shipped translator ``key`` (with ``heads_off`` switched off), drawn by the site's own script and style, both
+    inline: the HTML loads nothing (no request leaves it) and computes nothing but what the script draws. It opens on
+    ``step`` (an id of :func:`step_ids`; by default the first). The chapters' links name their notebooks
+    (``03_self_attention.ipynb``), beside the reader's. Raises ``TypeError``/``ValueError`` naming the argument."""
+    from .explain import trace as explain_trace
+
+    if step is not None:
+        step_title(step)  # names a step that is no step of the view
+    traced = explain_trace(key, text, heads_off=heads_off)
+    cfg = traced["config"]
+    if step is not None and step not in step_ids(cfg["num_encoder_layers"], cfg["num_decoder_layers"]):
+        raise ValueError(f"step must be a step of translator {key!r}, got {step!r}")
+    head, view = _view_html(key, {str(n): f"{name}.ipynb" for n, name in CHAPTERS.items()}, text, traced, step)
+    # </script> cannot occur inside the script (a string or comment of it would end the tag early): checked
+    script = _web("tl-explainer.js")
+    if "</script" in script.lower():
+        raise RuntimeError("web/tl-explainer.js holds '</script': it cannot be written inline")
+    return f'<style>{_web("tl-explainer.css")}</style>{head}{view}<script>{script}</script></div>'
+
+
+def show(key: str = "grammar", text: str | None = None, heads_off=(), step: str | None = None) -> None:
+    """Show the explainer's view of ``text`` through shipped translator ``key`` as the cell's output, stepping by its
+    buttons, its list and the arrow keys, in the package's language (``setup(language="zh")``).
+
+    In Jupyter and Colab the kernel computes the trace (:func:`notebook_html`: ``heads_off`` switches heads off,
+    ``step`` opens on that step); on the book's site (static controls) the view is the site's own, with ``text`` in
+    its box, computed in the reader's browser once started. ``text`` defaults to the translator's first example."""
+    from IPython.display import HTML, display
+
+    from .interactive import static_mode
+
+    _check_key(key)
+    if text is None:
+        text = as_typed(shipped_examples(key)[0], key)
+    if static_mode():  # a chapter's page: notebooks/ (English) or zh/notebooks/ (the English edition's _static/)
+        static = "../_static/" if language() == "en" else "../../_static/"
+        display(HTML(explainer_html(key, static=static, chapters="", text=text)))
+        return
+    display(HTML(notebook_html(key, text, heads_off=heads_off, step=step)))

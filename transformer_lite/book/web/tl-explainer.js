@@ -9,6 +9,11 @@
  * (tests/test_translator_web.py). Each step below draws part of that dict; none computes a layer, only norms,
  * means and the share of zeros of what the trace holds.
  *
+ * In Jupyter and Colab (transformer_lite.book.explain_view.show) the same script draws a trace the kernel computed:
+ * the settings hold it ("trace"), the script and its style sit inline in the cell's output, and nothing loads or
+ * runs a model here. Such a view has no sentence box and leaves the notebook's address alone. Each output runs its
+ * own copy of this script: a later copy only sets up its own view (window.tlExplainerView.adopt).
+ *
  * The steps and their ids are those of transformer_lite.book.explain_view's docstring. The heatmaps are SVG drawn
  * here, with colour scales that are colour-blind safe in either colour mode (the theme's html[data-theme]), each
  * with its numbers in a table under a fold (for screen readers, and for the curious). Text typed by the reader is
@@ -16,8 +21,8 @@
  */
 (function () {
   "use strict";
-  if (window.tlExplainerView) return;
   var me = document.currentScript;
+  if (window.tlExplainerView) { window.tlExplainerView.adopt(me); return; }
   var BASE = me && me.src ? me.src.replace(/[^\/]*$/, "") : "";  // this script's folder: _static/tl/
   var NS = "http://www.w3.org/2000/svg";
   var translator = null;  // the promise of window.tlExplainer
@@ -94,7 +99,10 @@
   }
 
   // -- colours: colour-blind safe scales, one set per colour mode -------------------------------------------------
-  function dark() { return document.documentElement.dataset.theme === "dark"; }
+  function dark() {  // the book's theme (html[data-theme]) or JupyterLab's (body[data-jp-theme-light])
+    return document.documentElement.dataset.theme === "dark" ||
+      !!(document.body && document.body.dataset.jpThemeLight === "false");
+  }
   var SCALES = {  // stops from low to high
     seq: {light: [[255, 255, 255], [158, 202, 225], [66, 146, 198], [8, 69, 148], [8, 29, 88]],  // Blues
           dark: [[30, 33, 48], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]]},     // viridis
@@ -589,6 +597,7 @@
   }
 
   function remember(v) {  // the sentence, step and translator in the address, so that it can be shared
+    if (v.given) return;  // a notebook's address is the notebook's
     try {
       var params = new URLSearchParams(location.search);
       params.set("s", v.q(".tlx-input").value);
@@ -609,6 +618,19 @@
     heads.value = String(v.head);
   }
 
+  function show(v, T, wanted, note) {  // draw trace T on the wanted step (an id), or the current one
+    var was = v.steps ? v.steps[v.index].id : null, sep = v.settings.language === "zh" ? "" : " ";
+    v.trace = T;
+    v.steps = stepsOf(T);
+    stepOptions(v);
+    v.q(".tlx-nav").hidden = false;
+    var want = wanted || was || v.steps[0].id, at = v.steps.findIndex(function (s) { return s.id === want; });
+    go(v, at < 0 ? 0 : at);
+    if (at < 0) note += sep + say(v, "The step {step} does not exist for this translator: showing the first step.", {step: want});
+    setStatus(v, note + sep + v.q(".tlx-status").textContent);
+    v.root.dataset.tlState = "ready";
+  }
+
   function run(v, wanted) {  // trace the sentence, then show the wanted step (an id), or the current one
     var text = v.q(".tlx-input").value, key = v.key, seq = ++v.seq;
     if (!text.trim()) {
@@ -624,18 +646,9 @@
       v.ready[key] = true;
       v.ms = performance.now() - t0;
       v.timings.push(v.ms);
-      var was = v.steps ? v.steps[v.index].id : null;
-      v.trace = T;
-      v.steps = stepsOf(T);
-      stepOptions(v);
-      v.q(".tlx-nav").hidden = false;
-      var want = wanted || was || v.steps[0].id, at = v.steps.findIndex(function (s) { return s.id === want; });
-      go(v, at < 0 ? 0 : at);
-      var note = say(v, "Explained in your browser in {ms} ms: {n} steps.", {ms: Math.round(v.ms), n: v.steps.length});
-      if (at < 0) note += (v.settings.language === "zh" ? "" : " ") + say(v, "The step {step} does not exist for this translator: showing the first step.", {step: want});
-      setStatus(v, note + (v.settings.language === "zh" ? "" : " ") + v.q(".tlx-status").textContent);
+      var steps = stepsOf(T).length;
+      show(v, T, wanted, say(v, "Explained in your browser in {ms} ms: {n} steps.", {ms: Math.round(v.ms), n: steps}));
       v.q(".tlx-start").textContent = say(v, "Explain this sentence");
-      v.root.dataset.tlState = "ready";
     }, function (e) {
       if (seq !== v.seq) return;
       if (e instanceof RangeError) {  // the reader's sentence: say what is wrong, keep what is shown
@@ -660,10 +673,12 @@
   }
 
   function setup(root) {
+    if (root.tlView) return;
     var v = {root: root, seq: 0, head: 0, index: 0, steps: null, trace: null, ready: {}, timings: [],
              q: function (s) { return root.querySelector(s); }};
     v.settings = JSON.parse(root.querySelector("script.tlx-settings").textContent);
     v.key = v.settings.model;
+    v.given = !!v.settings.trace;  // the kernel's trace (a notebook): drawn as it is, nothing to load
     root.tlView = v;
     var input = v.q(".tlx-input");
     var started = function () { return v.steps !== null || v.root.dataset.tlState === "loading"; };
@@ -693,8 +708,14 @@
       e.preventDefault();
       go(v, to);
     });
-    new MutationObserver(function () { if (v.steps) render(v); })
-      .observe(document.documentElement, {attributes: true, attributeFilter: ["data-theme"]});
+    var redraw = new MutationObserver(function () { if (v.steps) render(v); });
+    redraw.observe(document.documentElement, {attributes: true, attributeFilter: ["data-theme"]});
+    if (document.body) redraw.observe(document.body, {attributes: true, attributeFilter: ["data-jp-theme-light"]});
+    if (v.given) {
+      show(v, v.settings.trace, v.settings.step,
+           say(v, "Traced in Python by transformer_lite.book.explain.trace: {n} steps.", {n: stepsOf(v.settings.trace).length}));
+      return;
+    }
     var params = new URLSearchParams(location.search);
     var key = params.get("model");
     if (key && v.settings.models[key]) choose(v, key);
@@ -703,11 +724,20 @@
     if (params.get("s") || params.get("step")) run(v, params.get("step"));
   }
 
+  function init() { document.querySelectorAll(".tl-explainer").forEach(setup); }
+  // a script's own view, found from the script: a notebook may run an output's script before the output is in the
+  // page (JupyterLab does), where no querySelector of the document finds it
+  function adopt(script) {
+    var root = script && script.closest ? script.closest(".tl-explainer") : null;
+    if (root) setup(root);
+    if (document.readyState !== "loading") init();
+  }
   window.tlExplainerView = {
     views: function () {
       return Array.from(document.querySelectorAll(".tl-explainer")).map(function (e) { return e.tlView; });
-    }
+    },
+    adopt: adopt
   };
-  function init() { document.querySelectorAll(".tl-explainer").forEach(setup); }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
+  adopt(me);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
 })();
