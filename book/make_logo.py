@@ -64,7 +64,7 @@ def ico() -> bytes:
     return out.getvalue()
 
 
-SOCIAL = (1200, 630)  # the preview image of a shared link (OpenGraph og:image; bookbuild/sphinx_ext/tl_book.py)
+SOCIAL = (1200, 630)  # the preview image of a shared link (OpenGraph og:image; bookbuild/sphinx_ext/published.py)
 
 
 def social() -> bytes:

@@ -362,7 +362,7 @@ def build_env(ipython_dir: Path = ROOT / "_build" / ".ipython") -> dict:
     venv_bin = str(Path(sys.executable).parent)
     env["PATH"] = venv_bin + os.pathsep + env.get("PATH", "")
     # where the book is published (bookbuild/repository.py: the environment's address, else _config.yml's), for
-    # the pages' buttons, sitemap and OpenGraph tags (bookbuild/sphinx_ext/tl_book.py published_address)
+    # the pages' buttons, sitemap and OpenGraph tags (bookbuild/sphinx_ext/published.py published_address)
     published = repository.address(env)
     env["TL_BUILD_REPOSITORY_URL"], env["TL_BUILD_SITE_URL"] = published.url, published.site
     return env
@@ -454,7 +454,7 @@ def check_site(html_dir: Path, mode: str | None = None) -> list[str]:
                             "html_context.default_mode in _config.yml (an empty mode logs a console error)")
         if _PLAIN_MISCONCEPTION.search(text):
             problems.append(f"{page.relative_to(html_dir)}: a misconception note left as a plain quote "
-                            "(bookbuild/sphinx_ext/tl_book.py should turn it into the styled admonition)")
+                            "(bookbuild/sphinx_ext/markup.py should turn it into the styled admonition)")
         if "application/vnd.jupyter.widget-view+json" in text:
             problems.append(f"{page.relative_to(html_dir)}: contains ipywidgets output (dead on a static page); "
                             "use transformer_lite.book.interactive.explore")
@@ -543,8 +543,8 @@ def chinese_edition(html_dir: Path) -> list[str]:
 
 def share_static(html_dir: Path) -> list[str]:
     """Once both editions are built: the Chinese edition's _static/ keeps only what differs from the English
-    edition's, which its pages load (tl_book.prune_zh_static), and its translator loader (zh_translator_loader)."""
-    from bookbuild.sphinx_ext.tl_book import prune_zh_static  # (bookbuild/ is this script's folder)
+    edition's, which its pages load (editions.prune_zh_static), and its translator loader (zh_translator_loader)."""
+    from bookbuild.sphinx_ext.editions import prune_zh_static
 
     problems = prune_zh_static(html_dir / "zh")
     zh_translator_loader(html_dir / "zh")
@@ -570,7 +570,7 @@ def slim_site(html_dir: Path) -> list[str]:
 
 
 def zh_translator_loader(zh_dir: Path) -> Path:
-    """The Chinese edition loads the English edition's _static/ (one copy on the site: bookbuild/sphinx_ext/tl_book.py's
+    """The Chinese edition loads the English edition's _static/ (one copy on the site: sphinx_ext/editions.py's
     shared_static; its own _static/ keeps only what differs). The translator box of a page that ran in a kernel
     loads ``<edition root>/_static/tl/tl-translator.js`` (transformer_lite.book.translate writes that URL into the
     cell's output): in the Chinese edition that file is this loader of the English edition's copy (tl-translator.js

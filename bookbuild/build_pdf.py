@@ -18,7 +18,7 @@ folds away are left out, folded solutions are printed open; code wraps at the pa
 The Chinese edition is rendered in the system's CJK font (fonts-noto-cjk).
 
 The site links each edition's PDF from the download menu of every page when the file exists at build time
-(bookbuild/sphinx_ext/tl_book.py, ``tl_pdf``): run `make book` again after `make pdf` to add the links.
+(bookbuild/sphinx_ext/published.py, ``pdf_button``): run `make book` again after `make pdf` to add the links.
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ higher level, exactly the cells that JupyterLab and Colab collapse under a headi
 puts a heading after it (the next section, or ``## Exercises``). Where the reader meets it:
 
 - on the site (both editions) the heading and its paragraph show, the rest is folded behind a toggle
-  (``bookbuild/sphinx_ext/tl_book.py``); the PDF prints it open;
+  (``bookbuild/sphinx_ext/deep_dives.py``); the PDF prints it open;
 - in JupyterLab the heading cell carries ``jp-MarkdownHeadingCollapsed``, so the notebook opens with the section
   collapsed (the heading shows a "N cells hidden" button);
 - in Colab the heading cell's id is listed in the notebook's ``colab.collapsed_sections``.

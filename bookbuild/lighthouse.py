@@ -22,7 +22,7 @@ benchmark_index, ~15% lower than the day before): the observed first paint falls
 navigation, steps of one second whatever the page, and most runs of the Chinese chapter 3 took the 1.25 s step
 (Playwright's Chromium with Lighthouse's flags, five cold loads: 340-460 ms). What the page can do about it is to
 have little before its first frame: its sections are laid out a few at a time after it (static/tl-lazy.js), and
-the scripts the first screen does not need load after it (tl_book.py AFTER_FIRST_FRAME).
+the scripts the first screen does not need load after it (sphinx_ext/page_speed.py AFTER_FIRST_FRAME).
 
 The goals are the issue's: performance >= 90, LCP <= 2.5 s, TBT <= 200 ms, CLS <= 0.1, accessibility,
 best practices and SEO 100. tests/test_budgets.py guards what does not depend on timing.

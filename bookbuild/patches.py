@@ -384,7 +384,7 @@ _ENTRIES: list[Patch | Reliance] = [
              "myst-nb reads only width and height there (alt only from the cell's mystnb.image metadata), and "
              "Sphinx then writes the file's path as the alt."),
         probe=_attribute("myst_nb.core.render:NbElementRenderer", "render_image"),
-        applied_by="bookbuild/sphinx_ext/tl_book.py alt_text_from_outputs"),
+        applied_by="bookbuild/sphinx_ext/accessibility.py alt_text_from_outputs"),
     Reliance(
         name="myst-nb-folded-cell-markup",
         package="myst-nb", written_for="1.4.0",
@@ -394,7 +394,7 @@ _ENTRIES: list[Patch | Reliance] = [
              "until the reader opens it."),
         probe=lambda: (_attribute("myst_nb.sphinx_:HideCodeCellNode", "__init__")()
                        or _source_has("myst_nb.sphinx_", 'node["prompt_show"]', 'node["prompt_hide"]')()),
-        applied_by="bookbuild/sphinx_ext/tl_book.py visit_hidden_cell"),
+        applied_by="bookbuild/sphinx_ext/accessibility.py visit_hidden_cell"),
     Reliance(
         name="myst-nb-output-folder-per-edition",
         package="myst-nb", written_for="1.4.0",
@@ -402,7 +402,7 @@ _ENTRIES: list[Patch | Reliance] = [
         why=("myst-nb writes a page's figures into jupyter_execute/ beside the output folder; for the Chinese "
              "edition, built into _build/html/zh, that is inside the English site."),
         probe=_attribute("myst_nb.core.config:NbParserConfig", "copy", "output_folder"),
-        applied_by="bookbuild/sphinx_ext/tl_book.py notebook_output_folder"),
+        applied_by="bookbuild/sphinx_ext/editions.py notebook_output_folder"),
     Reliance(
         name="sphinx-script-tags",
         package="sphinx", written_for="7.4.7",
@@ -411,7 +411,7 @@ _ENTRIES: list[Patch | Reliance] = [
              "(documentation_options.js, tl-require.js): no script blocks rendering. Sphinx offers no public way "
              "to change the scripts another extension or the theme added."),
         probe=_source_has("sphinx.builders.html._assets:_JavaScript.__init__", "filename", "priority", "attributes"),
-        applied_by="bookbuild/sphinx_ext/tl_book.py unblocked_scripts"),
+        applied_by="bookbuild/sphinx_ext/page_speed.py unblocked_scripts"),
     Reliance(
         name="sphinx-documentation-options-template",
         package="sphinx", written_for="7.4.7",
@@ -420,7 +420,7 @@ _ENTRIES: list[Patch | Reliance] = [
              "parsed) is written into each page, rendered from Sphinx's own template, instead of a blocking script."),
         probe=_file_has("sphinx", "sphinx/themes/basic/static/documentation_options.js.jinja",
                         "const DOCUMENTATION_OPTIONS = {"),
-        applied_by="bookbuild/sphinx_ext/tl_book.py _documentation_options"),
+        applied_by="bookbuild/sphinx_ext/page_speed.py _documentation_options"),
     Reliance(
         name="sphinx-chinese-search-latin-terms-as-a-set",
         package="sphinx", written_for="7.4.7",
@@ -429,7 +429,7 @@ _ENTRIES: list[Patch | Reliance] = [
              "distinct word of each page: a set instead (the index is byte for byte the same; a full Chinese build "
              "65 s of CPU with the list, 34 s with the set)."),
         probe=_source_has("sphinx.search.zh:SearchChinese", "latin1_letters", "latin_terms"),
-        applied_by="bookbuild/sphinx_ext/tl_book.py chinese_search"),
+        applied_by="bookbuild/sphinx_ext/editions.py chinese_search"),
     Reliance(
         name="bertviz-views-offline-compact-per-view",
         package="bertviz", written_for="1.4.1",

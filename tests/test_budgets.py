@@ -8,7 +8,7 @@ with the machine that runs it; what they follow does not, and is checked here, o
 * the compressed bytes on the critical path (the page, its stylesheets and the web fonts its first layout asks
   for at the highest priority: Lighthouse's simulation counts them all before the first paint) and the compressed
   bytes loaded before first use (those, the page's scripts and its images that are not lazy);
-* the DOM elements (the content of a folded cell waits in a <template>, outside the DOM: tl_book.py);
+* the DOM elements (the content of a folded cell waits in a <template>, outside the DOM: accessibility.py);
 * no script that blocks rendering (every script file is deferred or async), no math script at all (the math is
   typeset when the site is built: tl_math.py), and no search index on pages other than search.html.
 
@@ -96,7 +96,7 @@ def measure(page: Path) -> dict:
     before_use = critical + sum(compressed(p) for p in (local(page, s.get("src")) for s in scripts) if p) \
         + sum(compressed(p) for p in images if p)
     # in the head: the browser renders nothing until such a script has arrived and run (the search page's own
-    # scripts, at the end of its body, come after everything it shows); a script of another type (tl_book.py's
+    # scripts, at the end of its body, come after everything it shows); a script of another type (page_speed.py's
     # LATER_TYPE: loaded after the first frame by static/tl-lazy.js) is neither loaded nor run by the browser
     blocking = [s.get("src") for s in doc.xpath("//head//script[@src]")
                 if s.get("defer") is None and s.get("async") is None
@@ -144,7 +144,7 @@ SEARCH_SCRIPTS = ("searchtools.js", "language_data.js", "searchindex.js")  # sea
 
 def test_no_render_blocking_script():
     """No page's head holds a script that blocks rendering, but the search page (its results are what it shows; its
-    template's searchtools.js runs at once and needs doctools.js before it: tl_book.py leaves its scripts as they
+    template's searchtools.js runs at once and needs doctools.js before it: page_speed.py leaves its scripts as they
     are). It loads the search index, and it alone."""
     blocking = {n: r["blocking"] for n, r in site().items() if not n.endswith("search.html")}
     assert any(s.endswith(SEARCH_SCRIPTS) for s in site()["search.html"]["blocking"])

@@ -271,11 +271,11 @@ def test_the_extension_styles_a_misconception_note_and_nothing_else():
 
     from docutils import nodes
 
-    from bookbuild.sphinx_ext import tl_book
+    from bookbuild.sphinx_ext import markup
 
     doctree = _doctree('> **Misconception.** "X is Y."\n>\n> **What is true.** Z.\n>\n> **Checked** below.\n\n'
                        "> **Note.** an ordinary quote\n")
-    tl_book.convert(None, doctree)
+    markup.convert(None, doctree)
     (box,) = list(doctree.findall(nodes.admonition))
     assert box["classes"] == ["misconception"] and box[0].astext() == "Misconception"
     assert box[1].astext() == "\"X is Y.\"" and box[2].astext().startswith("What is true.")
@@ -290,7 +290,7 @@ def test_the_extension_drops_jupyterlabs_section_anchors_and_no_other_html():
 
     from docutils import nodes
 
-    from bookbuild.sphinx_ext import tl_book
+    from bookbuild.sphinx_ext import markup
 
     doctree = _doctree('## A\n\ntext\n\n<div id="the-math"></div>\n\n## The math\n\n'
                        '<div id="ε-x"></div><div id="%CE%B5-x"></div>\n\n## ε x\n\n'
@@ -298,7 +298,7 @@ def test_the_extension_drops_jupyterlabs_section_anchors_and_no_other_html():
                        '<div id="keep-2"></div>\nmore\n')
     raws = [r.astext() for r in doctree.findall(nodes.raw)]
     assert len(raws) == 4 and raws[0].startswith('<div id="the-math">'), raws
-    tl_book.drop_jupyter_anchors(None, doctree)
+    markup.drop_jupyter_anchors(None, doctree)
     # a div with more than an id, and an HTML block that goes on past the div, are not such anchors
     assert [r.astext().strip() for r in doctree.findall(nodes.raw)] == ['<div id="keep" class="c"></div>',
                                                                         '<div id="keep-2"></div>\nmore']
@@ -309,13 +309,13 @@ def test_the_extension_styles_a_chinese_misconception_note_with_its_stop_outside
 
     from docutils import nodes
 
-    from bookbuild.sphinx_ext import tl_book
+    from bookbuild.sphinx_ext import markup
 
     for source in ("> **常见误解**。“X 是 Y。”\n>\n> **事实**。Z。\n",
                    "> **常见误解。** “X 是 Y。”\n>\n> **事实**。Z。\n",
                    "> **常见误解**。X 是 Y。\n>\n> **事实**。Z。\n"):
         doctree = _doctree(source)
-        tl_book.convert(None, doctree)
+        markup.convert(None, doctree)
         (box,) = list(doctree.findall(nodes.admonition))
         assert box[0].astext() == "常见误解", source
         assert box[1].astext() in ("“X 是 Y。”", "X 是 Y。") and box[2].astext() == "事实。Z。", source
@@ -413,19 +413,19 @@ def test_the_glossarys_terms_are_words_of_the_chinese_search(tmp_path):
 
 
 def test_the_chinese_search_language_splits_and_stems_as_sphinxs():
-    """tl_book registers Sphinx's Chinese search with its Latin words in a set (its list made stem() scan 100k+
+    """editions.py registers Sphinx's Chinese search with its Latin words in a set (its list made stem() scan 100k+
     words for each distinct word of a page): the same words, the same stems."""
     from types import SimpleNamespace
 
     from sphinx.search.zh import SearchChinese
 
-    from bookbuild.sphinx_ext import tl_book
+    from bookbuild.sphinx_ext import editions
 
     registered = []
     app = SimpleNamespace(config=SimpleNamespace(language="zh_CN"), add_search_language=registered.append)
-    tl_book.chinese_search(app, app.config)
+    editions.chinese_search(app, app.config)
     english = SimpleNamespace(config=SimpleNamespace(language="en"), add_search_language=registered.append)
-    tl_book.chinese_search(english, english.config)
+    editions.chinese_search(english, english.config)
     assert len(registered) == 1 and registered[0].lang == "zh"
     ours, sphinxs = registered[0]({}), SearchChinese({})
     text = "残差连接让梯度在深层网络中流动：LayerNorm normalizes each token; the GPU runs attention heads at once."

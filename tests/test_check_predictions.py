@@ -167,7 +167,7 @@ def test_an_exercise_of_numbers_carries_what_its_check_compares_with(monkeypatch
     monkeypatch.setenv("TRANSFORMER_LITE_STATIC", "1")
     todo = check.exercise_5_1(..., ..., ...)._repr_html_()
     assert _attr(todo, "data-tl-answers") == ["my_mean", "my_variance", "my_output"]
-    assert 'data-tl-cell=""' in todo  # the site's extension names the cell (bookbuild/sphinx_ext/tl_book.py)
+    assert 'data-tl-cell=""' in todo  # the site's extension names the cell (bookbuild/sphinx_ext/checks.py)
     x = torch.tensor([2.0, 4.0, 6.0, 8.0])
     right = check.exercise_5_1(5.0, 5.0, F.layer_norm(x, (4,)))._repr_html_()  # one float object for two answers
     key = _attr(right, "data-tl-key")
@@ -197,11 +197,11 @@ def test_a_wrong_answer_in_the_build_writes_nothing_extra(monkeypatch):
 
 
 def test_the_site_names_the_cell_an_exercise_links_to_in_colab():
-    """bookbuild/sphinx_ext/tl_book.py fills in the cell's id (the answer cell above the check) from the notebook."""
+    """bookbuild/sphinx_ext/checks.py fills in the cell's id (the answer cell above the check) from the notebook."""
 
     from docutils import nodes
 
-    from bookbuild.sphinx_ext import tl_book
+    from bookbuild.sphinx_ext import checks
 
     path = ROOT / "notebooks" / "05_add_norm_ffn.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
@@ -223,7 +223,7 @@ def test_the_site_names_the_cell_an_exercise_links_to_in_colab():
     container += nodes.raw("", '<div class="tl-verdict">…</div><div class="tl-ask tl-ask-exercise" hidden '
                                'data-tl-exercise="5.2" data-tl-answers="[]" data-tl-cell=""></div>', format="html")
     doctree += container
-    tl_book.exercise_cells(App, doctree)
+    checks.exercise_cells(App, doctree)
     assert f'data-tl-cell="{answer["id"]}"' in doctree.astext()
 
 

@@ -3,8 +3,8 @@
 bookbuild/build_book.py executes notebooks/zh/ in a pass of its own (TRANSFORMER_LITE_LANGUAGE=zh, cache
 _build/.jupyter_cache_zh) and builds each Chinese chapter page from the English markdown (translated by the
 catalogs) with the Chinese notebook's executed code cells (bookbuild/i18n.py zh_site_notebooks, read by
-bookbuild/sphinx_ext/tl_book.py instead of the English file). transformer_lite.book.plotting gives every figure's PNG
-output an alt text made of the figure's texts, and tl_book.py puts it into the page's <img alt>.
+bookbuild/sphinx_ext/editions.py instead of the English file). transformer_lite.book.plotting gives every figure's PNG
+output an alt text made of the figure's texts, and accessibility.py puts it into the page's <img alt>.
 
 The first tests need no build. The others read the built site (_build/html, or SITE_HTML) and are skipped when
 it has no Chinese edition: `make test` builds the site first.
@@ -129,16 +129,17 @@ def test_a_figure_shown_in_a_kernel_carries_its_alt_text_in_its_outputs_metadata
 
 
 def test_the_site_takes_an_images_alt_from_its_output_metadata():
-    """tl_book.py's wrap of myst-nb's render_image: the output's alt; a cell's own alt (mystnb.image) still wins."""
+    """sphinx_ext/accessibility.py's wrap of myst-nb's render_image: the output's alt; a cell's own alt
+    (mystnb.image) still wins."""
     import base64
 
     from docutils import nodes
     from myst_nb.core.render import MimeData, NbElementRenderer
 
-    from bookbuild.sphinx_ext import tl_book
+    from bookbuild.sphinx_ext import accessibility
 
-    tl_book.alt_text_from_outputs()
-    tl_book.alt_text_from_outputs()  # wrapped once
+    accessibility.alt_text_from_outputs()
+    accessibility.alt_text_from_outputs()  # wrapped once
     assert NbElementRenderer.render_image.tl_alt_text
 
     def renderer(cell_alt=None):
@@ -219,7 +220,7 @@ def test_the_chinese_pages_come_from_the_cache_and_are_rewritten_only_when_they_
 
 
 def test_the_chinese_edition_reads_a_chapter_from_the_notebook_it_is_given(tmp_path):
-    from bookbuild.sphinx_ext import tl_book
+    from bookbuild.sphinx_ext import editions
 
     page = tmp_path / "05.ipynb"
     page.write_text('{"cells": []}', encoding="utf-8")
@@ -227,9 +228,9 @@ def test_the_chinese_edition_reads_a_chapter_from_the_notebook_it_is_given(tmp_p
     app = SimpleNamespace(config=SimpleNamespace(tl_notebook_sources={"notebooks/05": str(page)}),
                           env=SimpleNamespace(note_dependency=noted.append))
     source = ["the English notebook"]
-    tl_book.notebook_sources(app, "notebooks/04", source)
+    editions.notebook_sources(app, "notebooks/04", source)
     assert source == ["the English notebook"] and noted == []
-    tl_book.notebook_sources(app, "notebooks/05", source)
+    editions.notebook_sources(app, "notebooks/05", source)
     assert source == ['{"cells": []}'] and noted == [str(page)]  # re-read when it changes
 
 
@@ -251,7 +252,7 @@ def _theme_locales() -> Path:
 
 
 def test_the_books_catalog_holds_only_the_theme_words_the_theme_leaves_in_english():
-    """booktheme.po is read after the theme's own catalog (tl_book.theme_catalog): a message the theme translates
+    """booktheme.po is read after the theme's own catalog (editions.theme_catalog): a message the theme translates
     itself would never be read there. Each one is translated, and asked for by the theme's code."""
     import polib
 
@@ -271,21 +272,21 @@ def test_the_themes_words_come_from_the_books_catalog_after_the_themes_own(tmp_p
 
     from sphinx import locale
 
-    from bookbuild.sphinx_ext import tl_book
+    from bookbuild.sphinx_ext import editions
 
     (tmp_path / "zh_CN" / "LC_MESSAGES").mkdir(parents=True)
     shutil.copy(THEME_PO, tmp_path / "zh_CN" / "LC_MESSAGES" / "booktheme.po")
-    key = ("general", tl_book.THEME_CATALOG)
+    key = ("general", editions.THEME_CATALOG)
     saved = locale.translators.pop(key, None)
     try:
-        locale.init([str(_theme_locales())], "zh_CN", tl_book.THEME_CATALOG)  # the theme's setup
+        locale.init([str(_theme_locales())], "zh_CN", editions.THEME_CATALOG)  # the theme's setup
         config = SimpleNamespace(language="zh_CN", locale_dirs=[str(tmp_path)], source_encoding="utf-8-sig",
                                  gettext_allow_fuzzy_translations=False)
         app = SimpleNamespace(srcdir=tmp_path, config=config,
                               add_message_catalog=lambda catalog, d: locale.init([d], "zh_CN", catalog))
-        tl_book.theme_catalog(app, config)
+        editions.theme_catalog(app, config)
         assert (tmp_path / "zh_CN" / "LC_MESSAGES" / "booktheme.mo").exists()  # compiled here: Sphinx does not
-        words = locale.get_translation(tl_book.THEME_CATALOG)
+        words = locale.get_translation(editions.THEME_CATALOG)
         assert [words(m) for m in ("Repository", "Open issue", "Launch on Colab")] == ["代码仓库", "报告问题",
                                                                                       "在 Colab 中打开"]
         assert words("Source repository") == "源码库"  # the theme's own, first

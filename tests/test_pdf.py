@@ -147,10 +147,10 @@ def test_size(edition):
 
 def test_the_pages_link_the_pdf_only_when_it_exists(tmp_path):
     """`make book` puts "PDF" beside the download button, and the file into the site, when `make pdf` made this
-    edition's PDF (bookbuild/sphinx_ext/tl_book.py); without it, no button and no file."""
+    edition's PDF (bookbuild/sphinx_ext/published.py); without it, no button and no file."""
     from types import SimpleNamespace
 
-    from bookbuild.sphinx_ext import tl_book
+    from bookbuild.sphinx_ext import published
 
     for language, edition in (("en", "en"), ("zh_CN", "zh")):
         out = tmp_path / f"site-{edition}"
@@ -159,8 +159,8 @@ def test_the_pages_link_the_pdf_only_when_it_exists(tmp_path):
         context = {"header_buttons": [{"label": "launch-buttons"}, {"label": "download-buttons"},
                                       {"label": "fullscreen-button"}],
                    "pathto": lambda name, resource=0: "../" + name}
-        tl_book.pdf_button(app, "notebooks/03_self_attention", "page.html", context, None)
-        tl_book.copy_pdf(app, None)
+        published.pdf_button(app, "notebooks/03_self_attention", "page.html", context, None)
+        published.copy_pdf(app, None)
         assert [b["label"] for b in context["header_buttons"]] == ["launch-buttons", "download-buttons",
                                                                   "fullscreen-button"]
         assert not (out / "pdf").exists()
@@ -168,8 +168,8 @@ def test_the_pages_link_the_pdf_only_when_it_exists(tmp_path):
         made = tmp_path / "_build" / "pdf" / f"transformer-step-by-step.{edition}.pdf"
         made.parent.mkdir(parents=True, exist_ok=True)
         made.write_bytes(b"%PDF-1.7 test")
-        tl_book.pdf_button(app, "notebooks/03_self_attention", "page.html", context, None)
-        tl_book.copy_pdf(app, None)
+        published.pdf_button(app, "notebooks/03_self_attention", "page.html", context, None)
+        published.copy_pdf(app, None)
         button = context["header_buttons"][2]
         assert button["text"] == "PDF" and button["url"] == f"../pdf/{made.name}", context["header_buttons"]
         assert (out / "pdf" / made.name).read_bytes() == made.read_bytes()

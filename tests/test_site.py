@@ -38,7 +38,7 @@ SHOTS = ROOT / "_build" / "screenshots"
 FULL_PAGE_SHOTS = os.environ.get("TL_FULL_SCREENSHOTS", "") == "1"
 
 # axe-core from npm (`npm ci` installs devDependencies too). WCAG 2.0 and 2.1, A and AA: 2.1 adds
-# "label in name" (2.5.3), which the theme's and myst-nb's buttons need (bookbuild/sphinx_ext/tl_book.py).
+# "label in name" (2.5.3), which the theme's and myst-nb's buttons need (bookbuild/sphinx_ext/accessibility.py).
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 SCHEMES = ["http", "file"]
@@ -122,7 +122,7 @@ async (pattern) => {
   // our precomputed controls: each control, moved to each of its other values, must change the frame
   for (const root of document.querySelectorAll('.tl-explore')) {
     const frame = root.querySelector('.tl-frame');
-    // its frames load on first use (bookbuild/sphinx_ext/tl_book.py lazy_explore_data): as a reader's pointer would
+    // its frames load on first use (bookbuild/sphinx_ext/page_speed.py lazy_explore_data): as a reader's pointer would
     if (window.tlExploreData && root.querySelector('script.tl-data[data-tl-key]')) await window.tlExploreData(root);
     for (const el of root.querySelectorAll('[data-tl-axis]')) {
       const values = el.tagName === 'SELECT' ? [...el.options].map(o => o.value)
@@ -661,7 +661,7 @@ def test_sections_are_laid_out_a_few_at_a_time_and_nothing_moves_when_they_show(
             assert page.evaluate("document.documentElement.classList.contains('tl-cv')")
             page.wait_for_function(SECTIONS_SHOWN, timeout=20_000)
             assert not page.evaluate("document.documentElement.classList.contains('tl-cv')")
-            # the scripts loaded after the first frame (tl_book.py AFTER_FIRST_FRAME) ran: every code block has its
+            # the scripts loaded after the first frame (page_speed.py AFTER_FIRST_FRAME) ran: every code block has its
             # copy button (sphinx-copybutton), Sphinx's Documentation object exists
             page.wait_for_function("document.querySelectorAll('div.highlight pre + button.copybtn').length > 20 && "
                                    "typeof Documentation === 'object'", timeout=20_000)

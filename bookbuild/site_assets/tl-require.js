@@ -1,7 +1,7 @@
 /* transformer_lite: load require.js, d3 and jquery from this site's own copies, and only on pages
  * that ask (the bertviz views written by transformer_lite.viz call window.tlRequire(run)), when a view is near.
  * Paths are resolved against the site's _static/tl/: the script's own folder, or, when the build writes the script
- * into the page (bookbuild/sphinx_ext/tl_book.py), its tag's data-tl-base (relative to the page); so the site works
+ * into the page (bookbuild/sphinx_ext/page_speed.py), its tag's data-tl-base (relative to the page); so the site works
  * from any sub-path or offline. */
 (function () {
   "use strict";

@@ -7,7 +7,7 @@
 writes transformer_lite.book.explain_view.explainer_html in the edition's language: the controls, the settings its
 script reads (every text from the package's catalog) and the tags of transformer_lite/book/web/tl-explainer.js and .css,
 which the build copies into the site's _static/tl/. The Chinese edition's pages load the English edition's
-_static/ (tl_book.shared_static), so the paths point there. Registered by tl_book's setup.
+_static/ (editions.shared_static), so the paths point there. Registered by tl_book's setup.
 
 The chapters link to a step of the view with the published page's address
 (``https://<site>/book/explainer.html?s=...&step=...``): a relative link would not reach the page from Jupyter or

@@ -27,7 +27,7 @@ from .paths import ROOT
 # (write_anchors, heading_anchors; tests/test_i18n.py fails when one is missing or stale) and copied into
 # notebooks/zh/ as it is (translate_markdown leaves HTML blocks alone). It is a CommonMark HTML block, not part of
 # a paragraph or a heading, so Sphinx's gettext makes no message of it (the catalogs did not change when it came),
-# and the site, whose sections already carry these ids, drops it (bookbuild/sphinx_ext/tl_book.py
+# and the site, whose sections already carry these ids, drops it (bookbuild/sphinx_ext/markup.py
 # drop_jupyter_anchors: one element per id). JupyterLab's sanitizer keeps the div and its id (as data-jupyter-id);
 # scrolled to the top, the empty div leaves the heading just under it. A link to another chapter's section names
 # the heading's cell in notebooks/zh/: `07_masking.ipynb#cell-id=cell-17` (cross_chapter_links; cell ids are
@@ -92,7 +92,7 @@ def heading_anchors(text: str, slugs: list[str | None], wanted: set[str], md=Non
     """``text`` (an English markdown cell) with a line `<div id="slug"></div>` and a blank line before each heading
     whose slug (``slugs``, in order) is in ``wanted``, and no other such line: what ``anchors`` writes. The line is an
     HTML block of its own (CommonMark type 6), not part of a paragraph, so Sphinx's gettext makes no message of it,
-    and the site drops it (bookbuild/sphinx_ext/tl_book.py drop_jupyter_anchors), its sections having those ids."""
+    and the site drops it (bookbuild/sphinx_ext/markup.py drop_jupyter_anchors), its sections having those ids."""
     md = md or markdown_parser()
     lines, out, skip_blank = text.split("\n"), [], False
     for line in lines:  # the anchor lines there are, with the blank line after each

@@ -34,7 +34,7 @@ def build_edition(out: Path, doctrees: Path, notebooks: dict[str, Path], env: di
     """Build the Chinese edition into ``out`` with Sphinx: the English book's sources and configuration, the
     catalogs' translations, and each chapter read from ``notebooks`` ({docname: notebook}, zh_site_notebooks:
     the English markdown, the Chinese notebook's code cells and their outputs from its own execution) instead
-    of its English file (bookbuild/sphinx_ext/tl_book.py, ``tl_notebook_sources``). Nothing is executed (mode "off")."""
+    of its English file (sphinx_ext/editions.py, ``tl_notebook_sources``). Nothing is executed (mode "off")."""
     import yaml
 
     title = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["title"]

@@ -60,7 +60,7 @@ def extract(out: Path = POT) -> Path:
 # The words the theme and Sphinx show on every page that the gettext builder does not extract (it reads the
 # templates' _() calls, not Python code or a {% trans %} block with variables), per catalog domain: "sphinx" (Sphinx
 # and pydata-sphinx-theme: the footer, the "#" beside a heading) and "booktheme" (sphinx-book-theme's header buttons,
-# bookbuild/sphinx_ext/tl_book.py theme_catalog). extract adds them to the .pot files, so that `update` keeps their
+# bookbuild/sphinx_ext/editions.py theme_catalog). extract adds them to the .pot files, so that `update` keeps their
 # translations and `check` requires them.
 THEME_MESSAGES = {
     "sphinx": ("© Copyright %(copyright)s.", "Copyright %(copyright)s", "Link to this heading",

@@ -110,7 +110,7 @@ def figure_alt(fig) -> str:
 
 def _show_figures_with_alt_text() -> None:
     """In IPython (Jupyter, the book build), a figure's PNG output carries its alt text (``figure_alt``) in the
-    output's metadata, ``{"image/png": {"alt": ...}}``: the site's ``<img alt>`` (bookbuild/sphinx_ext/tl_book.py).
+    output's metadata, ``{"image/png": {"alt": ...}}``: the site's ``<img alt>`` (the book's Sphinx extension).
     IPython formatters may return ``(data, metadata)``; this wraps the inline backend's own PNG formatter, after
     making the backend register it (it replaces every Figure formatter when it is first set up). Nothing happens
     outside IPython or when no PNG formatter shows figures (another backend or format)."""

@@ -1,5 +1,5 @@
 // The book's predictions and exercise checks on the static site (transformer_lite/book/check/page.py writes what
-// this script reads into the build's outputs; bookbuild/sphinx_ext/tl_book.py adds it to every page).
+// this script reads into the build's outputs; bookbuild/sphinx_ext/checks.py adds it to every page).
 //
 // A prediction: the predict cell's field records the reader's guess; the reveal cell's button compares it with
 // the value the build measured, by the prediction's declared rule (check/predictions.py), and writes the verdict

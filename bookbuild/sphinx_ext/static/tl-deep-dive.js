@@ -1,5 +1,5 @@
 // A link to a section inside a folded deep dive (from the page's contents, another chapter, a search result) opens
-// the fold first, so that the browser can scroll to it (bookbuild/sphinx_ext/tl_book.py).
+// the fold first, so that the browser can scroll to it (bookbuild/sphinx_ext/deep_dives.py).
 (function () {
   "use strict";
   function openTarget() {

@@ -1,4 +1,4 @@
-// A folded cell's content waits in a <template class="tl-lazy"> (bookbuild/sphinx_ext/tl_book.py): thousands of
+// A folded cell's content waits in a <template class="tl-lazy"> (bookbuild/sphinx_ext/accessibility.py): thousands of
 // highlighted-code elements a reader mostly never opens stay out of the page's first layout. It is put
 // in place when its fold opens (a click, a link into it, the browser's find), before printing, and by
 // window.tlMaterialize() (bookbuild/build_pdf.py, the tests). Each new code block gets the copy button its
@@ -42,7 +42,7 @@
     }
   }
 
-  // A precomputed control's frames (tl_book.py lazy_explore_data): _data/<key>.js, loaded as a script on the
+  // A precomputed control's frames (page_speed.py lazy_explore_data): _data/<key>.js, loaded as a script on the
   // control's first use; window.tlExploreData(root) -> a promise of its data.
   var pending = {};
   window.tlExploreData = function (root) {
@@ -95,7 +95,7 @@
   // the same contained or not (tl-book.css), so nothing moves when one is shown.
   var root = document.documentElement;
 
-  // The scripts nothing on the first screen needs (tl_book.py AFTER_FIRST_FRAME: the copy buttons, Sphinx's
+  // The scripts nothing on the first screen needs (page_speed.py AFTER_FIRST_FRAME: the copy buttons, Sphinx's
   // shortcuts...) wait in the head as <script type="text/x-tl-after-first-frame">; after the page's first frame
   // they load, in their order.
   function loadLater() {
