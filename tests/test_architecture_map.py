@@ -1,4 +1,4 @@
-"""The book's map in both editions (issue 39: every line a Chinese reader sees is Chinese).
+"""The book's map in both editions (every line a Chinese reader sees is Chinese, its labels included).
 
 transformer_lite.book.architecture_map draws it: chapter 0 shows it with every part a link, the landing page as the
 image files book/architecture_map.svg and book/architecture_map.zh_CN.svg (Sphinx's figure_language_filename takes

@@ -97,3 +97,15 @@ def test_the_package_never_imports_the_publishing_code():
             found += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names
                       if n.split(".")[0] in ("bookbuild", "benchmarks", "tests")]
     assert not found, "transformer_lite imports the publishing code:\n" + "\n".join(found)
+
+
+def test_no_comment_points_at_an_issue_number():
+    """A comment or docstring says why in the code's own terms: a tracker's number tells its reader nothing."""
+    import re
+
+    found = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}"
+             for folder in SCOPE for p in sorted((ROOT / folder).rglob("*"))
+             if p.suffix in (".py", ".js", ".css", ".html", ".mjs", ".sh") and p.is_file()
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\bissues? #?\d+\b", line, re.I) and "/issues/" not in line]
+    assert not found, "comments that name an issue number:\n" + "\n".join(found)
