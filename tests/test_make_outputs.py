@@ -174,10 +174,10 @@ def test_make_passes_the_experiments_named_as_goals():
 
 
 def test_the_benchmarks_default_to_the_checkout():
-    """benchmarks/run.py is a script: it imports the installed copy, so its default output is named from its own
-    place in the checkout."""
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--help"], capture_output=True,
-                          text=True, timeout=120, cwd="/")
+    """`python -m benchmarks.run` (make bench) names its default output from its own place in the checkout, never
+    from the imported package's path to its assets (which may be the copy installed in the venv)."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks.run", "--help"], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "transformer_lite/book/assets/benchmarks.json in this checkout" in " ".join(done.stdout.split())
     source = (ROOT / "benchmarks" / "run.py").read_text(encoding="utf-8")
