@@ -25,7 +25,7 @@ import re
 import unicodedata
 from importlib import resources
 
-__all__ = ["LANGUAGES", "ENV", "language", "set_language", "tr", "N_", "catalog", "grouped", "ljust"]
+__all__ = ["LANGUAGES", "ENV", "language", "set_language", "tr", "N_", "catalog", "grouped", "billions", "ljust"]
 
 LANGUAGES = ("en", "zh")
 ENV = "TRANSFORMER_LITE_LANGUAGE"
@@ -156,6 +156,14 @@ def grouped(n: int) -> str:
     """``n`` with its thousands as the language writes them: 181,377 in English, 181377 in Chinese (which writes no
     separators), so a chapter's marked line prints ``{grouped(n)}`` where an English-only one had ``{n:,}``."""
     return tr("{n:,}", n=n)
+
+
+def billions(n: float, digits: int = 1) -> str:
+    """A count in the units the language reads: 6.7B in English, 67 亿 in Chinese (亿 = 1e8, one digit fewer after
+    the point, so both say as much), as STYLE.md writes large numbers in Chinese text."""
+    if language() == "zh":
+        return f"{n / 1e8:.{max(digits - 1, 0)}f} 亿"
+    return f"{n / 1e9:.{digits}f}B"
 
 
 def ljust(text: str, width: int) -> str:

@@ -80,6 +80,7 @@ from ..modern import ModernLM
 from ..training import History, label_smoothed_cross_entropy, optimization_step, paper_adam, warmup_scheduler
 from . import grammar_lab, real_translator
 from .capstone import new_model, train_model
+from .i18n import N_
 from .pretrained import ASSETS, RECIPE, _processor, output_path
 from .runtime import num_threads
 
@@ -97,9 +98,9 @@ TRANSLATION_STEPS = 300  # every model, every size (chapter 13's `longer` runs)
 DECODER_ONLY = dict(d_model=64, nhead=4, num_layers=5, dim_feedforward=128, dropout=0.1, activation="relu",
                     norm_first=False, max_len=32)
 PARAMETER_MARGIN = 0.05  # "about the same size": within 5 % of the encoder-decoder's count
-TRANSLATION_MODELS = {"encoder_decoder": "encoder-decoder Transformer (chapter 13)",
-                      "decoder_only": "decoder-only, loss on the Chinese only (prompt masked)",
-                      "decoder_only_unmasked": "decoder-only, loss on the whole sequence (English too)"}
+TRANSLATION_MODELS = {"encoder_decoder": N_("encoder-decoder Transformer (chapter 13)"),   # display names: tr() them
+                      "decoder_only": N_("decoder-only, loss on the Chinese only (prompt masked)"),
+                      "decoder_only_unmasked": N_("decoder-only, loss on the whole sequence (English too)")}
 
 # -- experiment 2: scaling --------------------------------------------------------------------------
 SCALING_DEPTH = 2
@@ -452,7 +453,7 @@ FINETUNE_LRS = (1e-4, 3e-4, 1e-3)  # each model (pre-trained or fresh), k and se
 N_DEV = 200  # labelled sentences, apart from the training ones, on which the fine-tuning learning rate is chosen
 LABELLED = (8, 32, 128)  # labelled training sentences
 N_CLASSIFY_TEST_PAIRS = 100  # swap pairs held out: 200 test sentences, half of each label
-TENSES = ("past", "present", "future")
+TENSES = (N_("past"), N_("present"), N_("future"))  # the classes; shown through tr()
 TIME_WORDS = ("yesterday", "tomorrow", "today", "every day")
 N_CLASSIFY_TEST = 300
 
