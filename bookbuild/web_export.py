@@ -13,6 +13,9 @@ versions of torch, onnx, onnxscript and onnxruntime: a build whose inputs did no
   dynamic): ``explain_encoder`` and ``explain_decoder`` are :func:`transformer_lite.book.explain.record_encoder`
   and ``record_decoder``, the code ``explain.trace`` runs, with every intermediate of the trace as an output
   named by ``explain.flat`` (``"encoder.0.attention_steps.q"``), from which the page rebuilds the trace's dict.
+  Each also reads its heads' masks (``head_mask_encoder``; ``head_mask_self``, ``head_mask_cross``: (layers, H), 1 for
+  a head that counts, 0 for one switched off; ``explain.heads_masked``), so the page traces with heads off as
+  ``explain.trace(heads_off=...)`` does; the export checks one head of each part off too.
   They are graphs of their own, not extra outputs of the translator's: ONNX Runtime computes every output of
   a graph whether or not it is fetched (its inference builds do not prune), and the translator runs its
   decoder at every step of greedy and beam search. The export is checked: ONNX Runtime must reproduce
@@ -91,8 +94,10 @@ class _ExplainEncoder(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, src):  # (1, S) -> the encoder's side of a trace, flat: explain.flat's order and names
-        return tuple(t for _, t in explain.flat(explain.record_encoder(self.model, src)))
+    def forward(self, src, head_mask_encoder):  # (1, S), (L_enc, H) -> the encoder's side of a trace, flat:
+        # explain.flat's order and names, each head's share of W_O's input scaled by its mask (1: on, 0: off)
+        with explain.heads_masked(self.model, {"encoder": head_mask_encoder}):
+            return tuple(t for _, t in explain.flat(explain.record_encoder(self.model, src)))
 
 
 class _ExplainDecoder(nn.Module):
@@ -100,8 +105,10 @@ class _ExplainDecoder(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, memory, src, ys):  # (1, S, D), (1, S), (1, T) -> the decoder's side of a trace, its logits
-        return tuple(t for _, t in explain.flat(explain.record_decoder(self.model, memory, src, ys)))
+    def forward(self, memory, src, ys, head_mask_self, head_mask_cross):  # (1, S, D), (1, S), (1, T), (L_dec, H) x 2
+        # -> the decoder's side of a trace and its logits, with the heads' masks as the encoder's
+        with explain.heads_masked(self.model, {"self": head_mask_self, "cross": head_mask_cross}):
+            return tuple(t for _, t in explain.flat(explain.record_decoder(self.model, memory, src, ys)))
 
 
 @contextlib.contextmanager
@@ -187,13 +194,23 @@ def export_onnx(model, directory) -> dict:
     ys = torch.randint(4, V_tgt, (2, 4), generator=g)
     ys[:, 0] = BOS
     one_src, one_ys = src[:1], ys[:1]  # the explainer reads one sentence, as explain.trace does
+    # the explainer's head masks: exported with every head on; checked with one head of each part off, against
+    # explain.heads_switched_off (what explain.trace(heads_off=...) runs)
+    ones = explain.head_masks(model)
+    off = [(part, 0, 1 % model.config.nhead) for part in explain.HEAD_PARTS]
+    masks = explain.head_masks(model, off)
     with torch.no_grad():
         memory = model.encode(src)
         logits, cross = _Decoder(model).eval()(memory, src, ys)
         enc_record = explain.flat(explain.record_encoder(model, one_src))
         one_memory = dict(enc_record)["memory"][None]
         dec_record = explain.flat(explain.record_decoder(model, one_memory, one_src, one_ys))
+        with explain.heads_switched_off(model, off):
+            enc_off = explain.flat(explain.record_encoder(model, one_src))
+            off_memory = dict(enc_off)["memory"][None]
+            dec_off = explain.flat(explain.record_decoder(model, off_memory, one_src, one_ys))
     B, S, T = torch.export.Dim("B"), torch.export.Dim("S", max=model.max_len), torch.export.Dim("T", max=model.max_len)
+    mask_names = ["head_mask_encoder"], ["head_mask_self", "head_mask_cross"]
     paths = {name: directory / f"{name}.onnx" for name in GRAPHS}
     quiet = io.StringIO()
     with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet), torch.no_grad():
@@ -207,13 +224,16 @@ def export_onnx(model, directory) -> dict:
     with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet), torch.no_grad(), \
             _causal_mask_of_a_traced_length():
         programs.update(
-            explain_encoder=torch.onnx.export(_ExplainEncoder(model).eval(), (one_src,), input_names=["src"],
+            explain_encoder=torch.onnx.export(_ExplainEncoder(model).eval(), (one_src, ones["encoder"]),
+                                              input_names=["src", *mask_names[0]],
                                               output_names=[n for n, _ in enc_record],
-                                              dynamic_shapes=({1: S},), dynamo=True, optimize=True, verbose=False),
-            explain_decoder=torch.onnx.export(_ExplainDecoder(model).eval(), (one_memory, one_src, one_ys),
-                                              input_names=["memory", "src", "ys"],
+                                              dynamic_shapes=({1: S}, None), dynamo=True, optimize=True,
+                                              verbose=False),
+            explain_decoder=torch.onnx.export(_ExplainDecoder(model).eval(),
+                                              (one_memory, one_src, one_ys, ones["self"], ones["cross"]),
+                                              input_names=["memory", "src", "ys", *mask_names[1]],
                                               output_names=[n for n, _ in dec_record],
-                                              dynamic_shapes=({1: S}, {1: S}, {1: T}),
+                                              dynamic_shapes=({1: S}, {1: S}, {1: T}, None, None),
                                               dynamo=True, optimize=True, verbose=False))
     for name, program in programs.items():
         proto = _strip(program.model_proto)
@@ -227,13 +247,19 @@ def export_onnx(model, directory) -> dict:
     errors = [(_difference(m, memory.numpy()), "encoder's memory"),
               (_difference(lo, logits.numpy()), "decoder's logits"),
               (_difference(cr, cross.numpy()), "decoder's cross")]
-    feeds = dict(explain_encoder={"src": one_src.numpy()},
-                 explain_decoder={"memory": one_memory.numpy(), "src": one_src.numpy(), "ys": one_ys.numpy()})
-    for name, record in (("explain_encoder", enc_record), ("explain_decoder", dec_record)):
+    def feeds(masks, memory):
+        return dict(explain_encoder={"src": one_src.numpy(), "head_mask_encoder": masks["encoder"].numpy()},
+                    explain_decoder={"memory": memory.numpy(), "src": one_src.numpy(), "ys": one_ys.numpy(),
+                                     "head_mask_self": masks["self"].numpy(),
+                                     "head_mask_cross": masks["cross"].numpy()})
+    for name, record, feed in (("explain_encoder", enc_record, feeds(ones, one_memory)["explain_encoder"]),
+                               ("explain_decoder", dec_record, feeds(ones, one_memory)["explain_decoder"]),
+                               ("explain_encoder", enc_off, feeds(masks, off_memory)["explain_encoder"]),
+                               ("explain_decoder", dec_off, feeds(masks, off_memory)["explain_decoder"])):
         names = [o.name for o in run[name].get_outputs()]
         if names != [n for n, _ in record]:
             raise RuntimeError(f"{name}'s outputs are {names[:4]}..., not explain.flat's names")
-        for (n, expected), got in zip(record, run[name].run(None, feeds[name])):
+        for (n, expected), got in zip(record, run[name].run(None, feed)):
             if got.shape != tuple(expected.shape):
                 raise RuntimeError(f"{name}'s {n} has shape {got.shape}, PyTorch's {tuple(expected.shape)}")
             errors.append((_difference(got, expected.double().numpy()), f"{name}'s {n}"))

@@ -338,3 +338,46 @@ def test_a_chapters_link_opens_its_step(browser, site, language):
         _clean(view)
     finally:
         view.close()
+
+
+@pytest.mark.parametrize("edition,scheme", [("en", "http"), ("zh", "file")])
+def test_switching_heads_off_traces_again_and_shows_the_new_translation(browser, request, language, edition, scheme):
+    """The boxes under "Switch heads off": clearing every cross-attention head traces the sentence again without
+    them, as explain.trace(heads_off=...) does, and says what the translation became and what it was; a new sentence
+    is traced with every head on."""
+    view = View(browser, _base(request, scheme), PAGE[edition])
+    language(edition)
+    text = SENTENCE["grammar"]
+    try:
+        assert view.start(text) == "ready", view.status()
+        before = view.trace()["tgt_tokens"]
+        panel = view.root.locator(".tlx-heads-off")
+        assert panel.is_visible() and view.root.locator(".tlx-heads-result").inner_text() == ""
+        panel.locator("summary").click()
+        boxes = panel.locator("input[data-head^='cross:']")
+        cfg = view.trace()["config"]
+        assert boxes.count() == cfg["num_decoder_layers"] * cfg["nhead"]
+        assert panel.locator("input[type=checkbox]").count() == (cfg["num_encoder_layers"] + 2 * cfg[
+            "num_decoder_layers"]) * cfg["nhead"]
+        for i in range(boxes.count()):
+            view.root.evaluate("r => { r.dataset.tlState = 'typing'; }")
+            boxes.nth(i).uncheck()
+            assert view.wait() == "ready", view.status()
+        off = [("cross", layer, head) for layer in range(cfg["num_decoder_layers"]) for head in range(cfg["nhead"])]
+        page = view.trace()
+        assert_same_trace(page, explain.trace("grammar", text, heads_off=off), f"heads off {off}")
+        assert page["tgt_tokens"] != before
+        result = view.root.locator(".tlx-heads-result").inner_text()
+        assert " ".join(page["tgt_tokens"]) in result and " ".join(before) in result, result
+        assert result.startswith(tr("Heads switched off: {n}. The translation:", n=len(off))), result
+        assert view.step() in view.step_ids()
+        if edition == "en" and scheme == "http":
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            view.root.screenshot(path=str(SHOTS / "explainer-en-heads-off.png"))
+        # another sentence: every head on again
+        assert view.start("She has two cats") == "ready", view.status()
+        assert "heads_off" not in view.trace() and panel.locator("input:not(:checked)").count() == 0
+        assert view.root.locator(".tlx-heads-result").inner_text() == ""
+        _clean(view)
+    finally:
+        view.close()

@@ -412,3 +412,44 @@ def test_the_browsers_trace_is_pythons(browser, request, key, scheme):
         assert not box.console, f"console errors or warnings: {box.console}"
     finally:
         box.close()
+
+
+def heads_to_switch_off(key: str) -> list[list]:
+    """Head sets for the browser's trace: one head of each part, and every cross-attention head (the decoder then reads
+    nothing of the source, so the translation changes)."""
+    model, _ = shipped_translator(key)
+    c = model.config
+    return [[("encoder", c.num_encoder_layers - 1, 1), ("self", 0, c.nhead - 1),
+             ("cross", c.num_decoder_layers - 1, 0)],
+            [("cross", layer, head) for layer in range(c.num_decoder_layers) for head in range(c.nhead)]]
+
+
+# each model over both schemes: the head masks are inputs of the explainer's graphs, fed by the page
+@pytest.mark.parametrize("key,scheme", [("grammar", "http"), ("real", "file"), ("grammar", "file"), ("real", "http")])
+def test_the_browsers_trace_with_heads_off_is_pythons(browser, request, key, scheme):
+    base = (request.getfixturevalue("site") if scheme == "http"
+            else request.getfixturevalue("built").resolve().as_uri() + "/")
+    box = Box(browser, base, CAPSTONE)
+    try:
+        text = explained(key)[0]
+        calls = [[list(h) for h in off] for off in heads_to_switch_off(key)]
+        page = box.page.evaluate(
+            "async ([text, key, calls]) => { const out = [];"
+            " for (const off of calls) out.push(await tlExplainer.trace(text, key, undefined, off)); return out; }",
+            [text, key, calls])
+        worst = 0.0
+        for off, mine in zip(calls, page):
+            py = explain.trace(key, text, heads_off=[tuple(h) for h in off])
+            worst = max(worst, assert_same_trace(mine, py, f"{key} {text!r} heads_off={off}"))
+        assert page[1]["tgt_tokens"] != explain.trace(key, text)["tgt_tokens"], \
+            "without cross-attention the decoder reads nothing of the source: another translation"
+        # bad heads: a rejected Promise naming headsOff, and the explainer still works
+        bad = box.page.evaluate(
+            "async ([text, key]) => { try { await tlExplainer.trace(text, key, undefined, [['cross', 0, 99]]);"
+            " return null; } catch (e) { return e.name + ': ' + e.message; } }", [text, key])
+        assert bad and bad.startswith("RangeError: headsOff:"), bad
+        print(f"\n{key} over {scheme}: heads off, largest difference from Python {worst:.1e}")
+        assert not box.external, f"requests to other hosts: {box.external}"
+        assert not box.console, f"console errors or warnings: {box.console}"
+    finally:
+        box.close()

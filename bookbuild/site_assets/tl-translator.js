@@ -312,21 +312,63 @@
     return into;
   }
 
-  async function explainTrace(E, text, key, k) {  // transformer_lite.book.explain.trace
-    var R = E.R, X = E.X, M = R.M, ort = R.ort, scale = Math.pow(10, X.decimals);
+  var HEAD_PARTS = ["encoder", "self", "cross"];  // transformer_lite.book.explain.HEAD_PARTS
+
+  function headMasks(C, off) {  // explain.head_masks: {part: (layers, H) float32 tensor data}, 0 for a head off
+    var layers = {encoder: C.num_encoder_layers, self: C.num_decoder_layers, cross: C.num_decoder_layers}, out = {};
+    HEAD_PARTS.forEach(function (part) { out[part] = new Float32Array(layers[part] * C.nhead).fill(1); });
+    off.forEach(function (h) { out[h[0]][h[1] * C.nhead + h[2]] = 0; });
+    return out;
+  }
+
+  function checkHeadsOff(C, off) {  // explain._check_heads_off's rule, as a RangeError
+    if (!Array.isArray(off)) throw new RangeError("headsOff must be a list of [part, layer, head], got " + String(off));
+    var layers = {encoder: C.num_encoder_layers, self: C.num_decoder_layers, cross: C.num_decoder_layers};
+    off.forEach(function (h) {
+      if (!Array.isArray(h) || h.length !== 3 || HEAD_PARTS.indexOf(h[0]) < 0 || !Number.isInteger(h[1]) ||
+          !Number.isInteger(h[2]) || h[1] < 0 || h[1] >= layers[h[0]] || h[2] < 0 || h[2] >= C.nhead) {
+        throw new RangeError("headsOff: " + JSON.stringify(h) + " is no head of this model: part one of " +
+                             HEAD_PARTS.join(", ") + ", layer and head counted from 0");
+      }
+    });
+  }
+
+  async function explainTrace(E, text, key, k, off) {  // transformer_lite.book.explain.trace(key, text, k, off)
+    var R = E.R, X = E.X, M = R.M, ort = R.ort, scale = Math.pow(10, X.decimals), C = X.config;
     var read = readEnglish(text, M);
-    var memory = await encode(R, read.ids);
-    var g = await greedy(R, memory, read.ids);  // the box's greedy line
-    var ysIn = [M.special.bos].concat(g.slice(0, -1));  // row t reads what comes before g[t]
-    var S = read.ids.length, T = ysIn.length;
+    var S = read.ids.length, H = C.nhead, masks = headMasks(C, off);
     var src = new ort.Tensor("int64", ids64([read.ids]), [1, S]);
-    var enc = await X.enc.run({src: src});
-    var mem = enc.memory;
-    var dec = await X.dec.run({memory: new ort.Tensor("float32", mem.data, [1, S, mem.dims[1]]), src: src,
-                               ys: new ort.Tensor("int64", ids64([ysIn]), [1, T])});
+    var feed = {
+      head_mask_encoder: new ort.Tensor("float32", masks.encoder, [C.num_encoder_layers, H]),
+      head_mask_self: new ort.Tensor("float32", masks.self, [C.num_decoder_layers, H]),
+      head_mask_cross: new ort.Tensor("float32", masks.cross, [C.num_decoder_layers, H])
+    };
+    var enc = await X.enc.run({src: src, head_mask_encoder: feed.head_mask_encoder});
+    var mem = enc.memory, memory = new ort.Tensor("float32", mem.data, [1, S, mem.dims[1]]);
+    var explainDecoder = function (ys) {
+      return X.dec.run({memory: memory, src: src, ys: new ort.Tensor("int64", ids64([ys]), [1, ys.length]),
+                        head_mask_self: feed.head_mask_self, head_mask_cross: feed.head_mask_cross});
+    };
+    var g;
+    if (off.length) {  // the translation without those heads: greedy on the explainer's graphs, which switch them off
+      var ys = [M.special.bos], V = M.tgt_vocab.length;
+      for (var step = 0; step < M.decoding.max_new_tokens; step++) {
+        var logits = (await explainDecoder(ys)).logits.data, at = (ys.length - 1) * V, best = 0;
+        for (var v = 1; v < V; v++) if (logits[at + v] > logits[at + best]) best = v;  // argmax: the first maximum
+        ys.push(best);
+        if (best === M.special.eos) break;
+      }
+      g = ys.slice(1);
+    } else {  // every head on: the box's own greedy line, on the translator's (lighter) graphs
+      g = await greedy(R, await encode(R, read.ids), read.ids);
+    }
+    var ysIn = [M.special.bos].concat(g.slice(0, -1));  // row t reads what comes before g[t]
+    var T = ysIn.length;
+    var dec = await explainDecoder(ysIn);
     var tok = function (i) { return M.tgt_vocab[i]; };
     var out = {key: key, text: text, k: k, config: X.config, src_tokens: read.words, src_ids: read.ids,
                unknown: read.unknown, tgt_tokens: g.map(tok), tgt_ids: g, decoder_input_tokens: ysIn.map(tok)};
+    if (off.length) out.heads_off = off.map(function (h) { return h.slice(); });  // as explain.trace: only when asked
     // the logits and the logit lens's (T, V) per layer are read as their top k, as explain.trace does
     var lens = X.dec.outputNames.filter(function (n) { return /^logit_lens\.\d+$/.test(n); });
     unflatten(out, X.enc.outputNames, enc, scale);
@@ -349,14 +391,18 @@
   window.tlExplainer = {
     keys: EXPLAINED.slice(),
     // every intermediate of translator KEY on TEXT (and the K most probable tokens of each step, by default
-    // the box's): a Promise of the dict transformer_lite.book.explain.trace(key, text, k) returns
-    trace: async function (text, key, k) {
+    // the box's), with the heads HEADSOFF ([[part, layer, head]], counted from 0) switched off: a Promise of the dict
+    // transformer_lite.book.explain.trace(key, text, k, heads_off) returns
+    trace: async function (text, key, k, headsOff) {
       if (typeof text !== "string") throw new TypeError("text must be a string (an English sentence), got " + typeof text);
       if (!text.trim()) throw new RangeError("text must hold an English sentence, got " + JSON.stringify(text));
       if (EXPLAINED.indexOf(key) < 0) throw new RangeError("key must be one of " + EXPLAINED.join(", ") + ", got " + String(key));
       if (k !== undefined && !(Number.isInteger(k) && k >= 1)) throw new RangeError("k must be a positive integer, got " + String(k));
-      var E = await loadExplainer(key);
-      return enqueue(function () { return explainTrace(E, text, key, k === undefined ? E.R.M.decoding.top_k : k); });
+      var E = await loadExplainer(key), off = headsOff === undefined || headsOff === null ? [] : headsOff;
+      checkHeadsOff(E.X.config, off);
+      return enqueue(function () {
+        return explainTrace(E, text, key, k === undefined ? E.R.M.decoding.top_k : k, off);
+      });
     }
   };
 

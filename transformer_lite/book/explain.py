@@ -93,7 +93,8 @@ from .translate import MAX_NEW_TOKENS, TOP_K, _check_key, _until_eos, read_engli
 DECIMALS = 6  # decimals kept of every float: see the module's docstring
 MAX_JSON_BYTES = 7_000_000  # json.dumps(trace(...)) of any sentence the box accepts (64 words in, 20 out), at most
 
-__all__ = ["trace", "record_encoder", "record_decoder", "flat", "config_of", "heads_switched_off", "HEAD_PARTS",
+__all__ = ["trace", "record_encoder", "record_decoder", "flat", "config_of", "heads_switched_off", "heads_masked",
+           "head_masks", "HEAD_PARTS",
            "DECIMALS", "MAX_JSON_BYTES"]
 
 # where a head can be switched off (trace's heads_off): the encoder's self-attention, the decoder's masked
@@ -336,33 +337,57 @@ def _check_heads_off(model, heads_off) -> list[tuple[str, int, int]]:
     return out
 
 
-@contextlib.contextmanager
-def heads_switched_off(model, heads_off):
-    """Within the block, each head of ``heads_off`` (``(part, layer, head)``, counted from 0, ``part`` one of
-    :data:`HEAD_PARTS`) adds nothing to its layer: the slice of the heads' concatenation that W_O reads from it is
-    zeroed (a forward pre-hook on the attention's ``out_proj``), so the layer's output is the other heads' alone.
-    The head still computes its weights and its output; only W_O no longer reads them. Raises
-    ``TypeError``/``ValueError`` naming ``heads_off``."""
+def head_masks(model, heads_off=()) -> dict:
+    """``{part: (layers, H) float tensor}`` for each part of :data:`HEAD_PARTS`: 1 for a head that counts, 0 for one of
+    ``heads_off`` (``(part, layer, head)``, counted from 0). The browser's explainer graphs take these as inputs."""
     _check_model(model)
-    chosen = _check_heads_off(model, heads_off)
+    c = model.config
+    layers = {"encoder": c.num_encoder_layers, "self": c.num_decoder_layers, "cross": c.num_decoder_layers}
+    masks = {part: torch.ones(layers[part], c.nhead) for part in HEAD_PARTS}
+    for part, layer, head in _check_heads_off(model, heads_off):
+        masks[part][layer, head] = 0.0
+    return masks
+
+
+@contextlib.contextmanager
+def heads_masked(model, masks: dict):
+    """Within the block, head h of layer l of each part in ``masks`` (:func:`head_masks`) adds ``masks[part][l, h]``
+    times its output to its layer: the head's slice of the heads' concatenation, what W_O reads, is multiplied by it
+    (a forward pre-hook on the attention's ``out_proj``). 1 leaves the number as it is; 0 switches the head off, so the
+    layer's output is the other heads' alone. The head still computes its weights and output. ``masks`` may be graph
+    inputs: the browser's explainer graphs are exported under this block."""
     handles = []
 
-    def zero(lo: int, hi: int):
+    def scale(attention, row):
         def pre_hook(module, args):
-            x = args[0].clone()  # (B, T, D): the heads' outputs side by side
-            x[..., lo:hi] = 0
-            return (x, *args[1:])
+            x = args[0]  # (B, T, D): the heads' outputs side by side, head h in columns h D_h ... (h + 1) D_h - 1
+            return (x * row.repeat_interleave(attention.head_dim).to(x.dtype), *args[1:])
         return pre_hook
 
     try:
-        for part, layer, head in chosen:
-            attention = _attention_module(model, part, layer)
-            handles.append(attention.out_proj.register_forward_pre_hook(
-                zero(head * attention.head_dim, (head + 1) * attention.head_dim)))
-        yield chosen
+        for part, mask in masks.items():
+            for layer in range(mask.shape[0]):
+                attention = _attention_module(model, part, layer)
+                handles.append(attention.out_proj.register_forward_pre_hook(scale(attention, mask[layer])))
+        yield
     finally:
         for h in handles:
             h.remove()
+
+
+@contextlib.contextmanager
+def heads_switched_off(model, heads_off):
+    """Within the block, each head of ``heads_off`` (``(part, layer, head)``, counted from 0, ``part`` one of
+    :data:`HEAD_PARTS`) adds nothing to its layer: its slice of the heads' concatenation that W_O reads is multiplied
+    by 0 (:func:`heads_masked`, the same hooks the browser's graphs run), so the layer's output is the other heads'
+    alone. The head still computes its weights and its output; only W_O no longer reads them. Raises
+    ``TypeError``/``ValueError`` naming ``heads_off``."""
+    _check_model(model)
+    chosen = _check_heads_off(model, heads_off)
+    masks = head_masks(model, chosen)
+    parts = {part for part, _, _ in chosen}
+    with heads_masked(model, {part: masks[part] for part in HEAD_PARTS if part in parts}):
+        yield chosen
 
 
 def trace(key: str, text: str, k: int = TOP_K, heads_off=()) -> dict:

@@ -183,7 +183,15 @@ VIEW_TEXTS = tuple(STEP_TITLES.values()) + (
     N_("cross-attention weights, layer {layer}"),
     # a notebook's view (show): the kernel computed the trace
     N_("Traced in Python by transformer_lite.book.explain.trace: {n} steps."),
+    # switching heads off (the site's view)
+    N_("Clear a box to switch that head off (W_O no longer reads it); the sentence is traced again."),
+    N_("encoder layer {layer}"),
+    N_("decoder layer {layer}, masked self-attention"),
+    N_("decoder layer {layer}, cross-attention"),
+    N_("Heads switched off: {n}. The translation:"),
+    N_("With every head on:"),
 )
+_HEADS_OFF = N_("Switch heads off")
 # a notebook's view before its script runs (Jupyter runs an output's script only in a notebook it trusts)
 _RUN_THE_CELL = N_("Run the cell to draw the view: Jupyter runs an output's script only in a notebook it trusts.")
 
@@ -271,7 +279,10 @@ def _view_html(key: str, chapters: dict, text: str | None, trace: dict | None = 
         f'<label>{html.escape(tr(_STEP))} <select class="tlx-step-select"></select></label>'
         f'<button type="button" class="tlx-next" aria-keyshortcuts="ArrowRight">{html.escape(tr(_NEXT))}</button>'
         f'<label class="tlx-head-label">{html.escape(tr("head"))} <select class="tlx-head"></select></label></div>'
-        f'<p class="tlx-status" role="status" aria-live="polite">'
+        + ("" if given else  # the boxes trace again in the browser: a notebook's trace is the kernel's
+           f'<details class="tlx-heads-off" hidden><summary>{html.escape(tr(_HEADS_OFF))}</summary>'
+           '<div class="tlx-heads-grid tlx-scroll"></div><p class="tlx-heads-result" aria-live="polite"></p></details>')
+        + f'<p class="tlx-status" role="status" aria-live="polite">'
         f'{html.escape(tr(_RUN_THE_CELL if given else _PRESS_START))}</p>'
         '<section class="tlx-view" tabindex="-1" aria-live="off"></section>'
         f'<noscript>{html.escape(tr(_NO_SCRIPT))}</noscript>')

@@ -631,8 +631,69 @@
     v.root.dataset.tlState = "ready";
   }
 
-  function run(v, wanted) {  // trace the sentence, then show the wanted step (an id), or the current one
-    var text = v.q(".tlx-input").value, key = v.key, seq = ++v.seq;
+  // -- switching heads off: one box per head (checked: on), and the sentence traced again without the cleared ones,
+  // as transformer_lite.book.explain.trace(key, text, heads_off=...) does
+  var PART_LABELS = {encoder: N("encoder layer {layer}"), self: N("decoder layer {layer}, masked self-attention"),
+                     cross: N("decoder layer {layer}, cross-attention")};
+
+  function headsGrid(v) {  // the boxes for the trace's model, built again when the model changes
+    var C = v.trace.config, box = v.q(".tlx-heads-off"), grid = v.q(".tlx-heads-grid");
+    if (!box || grid.dataset.model === v.key) return;
+    grid.dataset.model = v.key;
+    grid.textContent = "";
+    var table = el("table"), head = el("tr");
+    table.appendChild(el("caption", null, say(v, "Clear a box to switch that head off (W_O no longer reads it); the " +
+                                              "sentence is traced again.")));
+    head.appendChild(el("th", {scope: "col"}, ""));
+    for (var h = 0; h < C.nhead; h++) head.appendChild(el("th", {scope: "col"}, say(v, "head") + " " + (h + 1)));
+    table.appendChild(head);
+    [["encoder", C.num_encoder_layers], ["self", C.num_decoder_layers], ["cross", C.num_decoder_layers]]
+      .forEach(function (part) {
+        for (var l = 0; l < part[1]; l++) {
+          var label = say(v, PART_LABELS[part[0]], {layer: l + 1}), tr = el("tr");
+          tr.appendChild(el("th", {scope: "row"}, label));
+          for (var h = 0; h < C.nhead; h++) {
+            var td = el("td"), input = el("input", {type: "checkbox", "aria-label": label + ", " + say(v, "head") +
+                                                    " " + (h + 1), "data-head": [part[0], l, h].join(":")});
+            input.checked = true;
+            input.addEventListener("change", function () {
+              v.headsOff = Array.from(grid.querySelectorAll("input:not(:checked)")).map(function (i) {
+                var d = i.dataset.head.split(":");
+                return [d[0], +d[1], +d[2]];
+              });
+              run(v, null, true);
+            });
+            td.appendChild(input);
+            tr.appendChild(td);
+          }
+          table.appendChild(tr);
+        }
+      });
+    grid.appendChild(table);
+    box.hidden = false;
+  }
+
+  function headsResult(v, T) {  // what switching heads off did to the translation
+    var out = v.q(".tlx-heads-result");
+    if (!out) return;
+    out.textContent = "";
+    if (!v.headsOff.length) return;
+    var all = v.baseline[v.key + "\u0000" + T.text];
+    out.appendChild(document.createTextNode(say(v, "Heads switched off: {n}. The translation:", {n: v.headsOff.length}) + " "));
+    out.appendChild(tokenEl("span", {"class": "tlx-cand"}, T.tgt_tokens.join(" ")));
+    if (all) {
+      out.appendChild(document.createTextNode(" " + say(v, "With every head on:") + " "));
+      out.appendChild(tokenEl("span", null, all.join(" ")));
+    }
+  }
+
+  function run(v, wanted, keepHeads) {  // trace the sentence, then show the wanted step (an id), or the current one;
+    // a new sentence or translator is traced with every head on (keepHeads: the boxes asked for this trace)
+    if (!keepHeads && v.headsOff.length) {
+      v.headsOff = [];
+      v.root.querySelectorAll(".tlx-heads-grid input").forEach(function (i) { i.checked = true; });
+    }
+    var text = v.q(".tlx-input").value, key = v.key, seq = ++v.seq, off = v.headsOff.slice();
     if (!text.trim()) {
       setStatus(v, say(v, "text holds no words: type an English sentence"));
       v.root.dataset.tlState = "message";
@@ -641,14 +702,17 @@
     v.root.dataset.tlState = "loading";
     if (!v.ready[key]) setStatus(v, say(v, "Loading the translator and its explainer into your browser (once)\u2026"));
     var t0 = performance.now();
-    return loadTranslator().then(function (api) { return api.trace(text, key); }).then(function (T) {
+    return loadTranslator().then(function (api) { return api.trace(text, key, undefined, off); }).then(function (T) {
       if (seq !== v.seq) return;
       v.ready[key] = true;
+      if (!off.length) v.baseline[key + "\u0000" + text] = T.tgt_tokens;
       v.ms = performance.now() - t0;
       v.timings.push(v.ms);
       var steps = stepsOf(T).length;
       show(v, T, wanted, say(v, "Explained in your browser in {ms} ms: {n} steps.", {ms: Math.round(v.ms), n: steps}));
       v.q(".tlx-start").textContent = say(v, "Explain this sentence");
+      headsGrid(v);
+      headsResult(v, T);
     }, function (e) {
       if (seq !== v.seq) return;
       if (e instanceof RangeError) {  // the reader's sentence: say what is wrong, keep what is shown
@@ -674,7 +738,8 @@
 
   function setup(root) {
     if (root.tlView) return;
-    var v = {root: root, seq: 0, head: 0, index: 0, steps: null, trace: null, ready: {}, timings: [],
+    var v = {root: root, seq: 0, head: 0, index: 0, steps: null, trace: null, ready: {}, timings: [], headsOff: [],
+             baseline: {},  // key + NUL + sentence -> its translation with every head on
              q: function (s) { return root.querySelector(s); }};
     v.settings = JSON.parse(root.querySelector("script.tlx-settings").textContent);
     v.key = v.settings.model;
