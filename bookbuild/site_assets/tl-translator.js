@@ -171,7 +171,8 @@
 
   function lp(length, alpha) { return Math.pow((5 + length) / 6, alpha); }  // length_penalty_gnmt
 
-  async function beamSearch(R, memory, ids, K) {  // transformer_lite.decoding.beam_search, one sentence
+  async function beamSearch(R, memory, ids, K, decodeRows) {  // transformer_lite.decoding.beam_search, one sentence
+    // (decodeRows(ys) -> {logits (K,T,V)}: another decoder than the translator's, e.g. the explainer's with heads off)
     // K live hypotheses; a candidate ending with <eos> among the best K is set aside as finished (the K best are
     // kept); done once K have finished and the best live one, scored as if it ended now, is no better than the
     // worst of them; the best finished one by log P / lp(|y|) is returned
@@ -184,7 +185,8 @@
     };
     for (var k = 0; k < K; k++) { ys.push([M.special.bos]); score.push(k === 0 ? 0 : -Infinity); }
     for (var step = 0; step < M.decoding.max_new_tokens; step++) {
-      var logits = (await decode(R, memory, ids, ys)).logits.data, T = ys[0].length, lpNow = lp(step + 1, alpha);
+      var logits = (await (decodeRows ? decodeRows(ys) : decode(R, memory, ids, ys))).logits.data;
+      var T = ys[0].length, lpNow = lp(step + 1, alpha);
       var cand = new Float64Array(K * V);
       for (k = 0; k < K; k++) {
         var off = (k * T + T - 1) * V, max = -Infinity, sum = 0, v;
@@ -313,6 +315,7 @@
   }
 
   var HEAD_PARTS = ["encoder", "self", "cross"];  // transformer_lite.book.explain.HEAD_PARTS
+  var BEAM_SIZE = 4;  // transformer_lite.book.explain.BEAM_SIZE: the beam beside greedy in a trace
 
   function headMasks(C, off) {  // explain.head_masks: {part: (layers, H) float32 tensor data}, 0 for a head off
     var layers = {encoder: C.num_encoder_layers, self: C.num_decoder_layers, cross: C.num_decoder_layers}, out = {};
@@ -349,7 +352,7 @@
       return X.dec.run({memory: memory, src: src, ys: new ort.Tensor("int64", ids64([ys]), [1, ys.length]),
                         head_mask_self: feed.head_mask_self, head_mask_cross: feed.head_mask_cross});
     };
-    var g;
+    var g, b;
     if (off.length) {  // the translation without those heads: greedy on the explainer's graphs, which switch them off
       var ys = [M.special.bos], V = M.tgt_vocab.length;
       for (var step = 0; step < M.decoding.max_new_tokens; step++) {
@@ -359,15 +362,24 @@
         if (best === M.special.eos) break;
       }
       g = ys.slice(1);
-    } else {  // every head on: the box's own greedy line, on the translator's (lighter) graphs
-      g = await greedy(R, await encode(R, read.ids), read.ids);
+      b = await beamSearch(R, null, read.ids, BEAM_SIZE, async function (rows) {  // the graph reads one row at a time
+        var out = new Float32Array(rows.length * rows[0].length * V);
+        for (var r = 0; r < rows.length; r++) out.set((await explainDecoder(rows[r])).logits.data, r * rows[0].length * V);
+        return {logits: {data: out}};
+      });
+    } else {  // every head on: the box's own greedy and beam lines, on the translator's (lighter) graphs
+      var memory0 = await encode(R, read.ids);
+      g = await greedy(R, memory0, read.ids);
+      b = await beamSearch(R, memory0, read.ids, BEAM_SIZE);
     }
+    b = untilEos(b, M.special.eos);
     var ysIn = [M.special.bos].concat(g.slice(0, -1));  // row t reads what comes before g[t]
     var T = ysIn.length;
     var dec = await explainDecoder(ysIn);
     var tok = function (i) { return M.tgt_vocab[i]; };
     var out = {key: key, text: text, k: k, config: X.config, src_tokens: read.words, src_ids: read.ids,
-               unknown: read.unknown, tgt_tokens: g.map(tok), tgt_ids: g, decoder_input_tokens: ysIn.map(tok)};
+               unknown: read.unknown, tgt_tokens: g.map(tok), tgt_ids: g, beam_size: BEAM_SIZE,
+               beam_tokens: b.map(tok), beam_ids: b, decoder_input_tokens: ysIn.map(tok)};
     if (off.length) out.heads_off = off.map(function (h) { return h.slice(); });  // as explain.trace: only when asked
     // the logits and the logit lens's (T, V) per layer are read as their top k, as explain.trace does
     var lens = X.dec.outputNames.filter(function (n) { return /^logit_lens\.\d+$/.test(n); });

@@ -29,7 +29,9 @@ The keys:
   ``<unk>``. ``tgt_tokens`` (T strings) and ``tgt_ids``: the greedy translation, up to and including
   ``<eos>``, as :func:`~transformer_lite.decoding.greedy_decode` gives it (the box's greedy line).
   ``decoder_input_tokens`` (T): ``<bos>`` and the greedy output shifted right: the decoder reads row t
-  and predicts ``tgt_tokens[t]`` (teacher forcing on the model's own output, chapter 10).
+  and predicts ``tgt_tokens[t]`` (teacher forcing on the model's own output, chapter 10). ``beam_size``
+  (:data:`BEAM_SIZE`), ``beam_tokens`` and ``beam_ids``: beam search's translation beside greedy's, as the box's
+  beam line gives it (:func:`~transformer_lite.decoding.beam_search` with the box's length penalty; chapter 12).
 * ``embedding`` (chapters 1 and 2), for the source: ``token`` (S, D), the embedding row times sqrt(D);
   ``position`` (S, D), the positional encoding of each position; ``sum`` (S, D), their sum, the encoder's
   input. ``target_embedding``: the same three for the decoder's input (T, D).
@@ -87,10 +89,20 @@ import torch
 from .._checks import check_positive_int
 from ..attention import merge_head_masks, scaled_dot_product_attention, split_heads
 from ..data import BOS, EOS
-from ..decoding import greedy_decode
-from .translate import MAX_NEW_TOKENS, TOP_K, _check_key, _until_eos, read_english, reading_of, shipped_translator
+from ..decoding import beam_search, greedy_decode
+from .translate import (
+    LENGTH_PENALTY,
+    MAX_NEW_TOKENS,
+    TOP_K,
+    _check_key,
+    _until_eos,
+    read_english,
+    reading_of,
+    shipped_translator,
+)
 
 DECIMALS = 6  # decimals kept of every float: see the module's docstring
+BEAM_SIZE = 4  # the beam beside greedy in a trace: the translator box's default (tl-translator.js has the same)
 MAX_JSON_BYTES = 7_000_000  # json.dumps(trace(...)) of any sentence the box accepts (64 words in, 20 out), at most
 
 __all__ = ["trace", "record_encoder", "record_decoder", "flat", "config_of", "heads_switched_off", "heads_masked",
@@ -417,6 +429,8 @@ def trace(key: str, text: str, k: int = TOP_K, heads_off=()) -> dict:
     try:
         with torch.no_grad(), heads_switched_off(model, off):
             greedy = _until_eos(greedy_decode(model, src, MAX_NEW_TOKENS, BOS, EOS)[0, 1:].tolist())  # the box's
+            beam = _until_eos(beam_search(model, src, BEAM_SIZE, MAX_NEW_TOKENS, BOS, EOS,
+                                          length_penalty=LENGTH_PENALTY)[0, 1:].tolist())
             ys_in = torch.tensor([[BOS] + greedy[:-1]])  # (1, T): row t predicts greedy[t]
             enc = record_encoder(model, src)
             dec = record_decoder(model, enc["memory"][None], src, ys_in)
@@ -437,6 +451,7 @@ def trace(key: str, text: str, k: int = TOP_K, heads_off=()) -> dict:
         key=key, text=text, k=k, **switched, config=config_of(model),
         src_tokens=words, src_ids=ids, unknown=unknown,
         tgt_tokens=[itos[i] for i in greedy], tgt_ids=greedy,
+        beam_size=BEAM_SIZE, beam_tokens=[itos[i] for i in beam], beam_ids=beam,
         decoder_input_tokens=[itos[i] for i in ys_in[0].tolist()],
         embedding=enc["embedding"], encoder=enc["encoder"], memory=enc["memory"],
         target_embedding=dec["target_embedding"], decoder=dec["decoder"], decoder_output=dec["decoder_output"],

@@ -180,6 +180,8 @@ VIEW_TEXTS = tuple(STEP_TITLES.values()) + (
     N_("At each step the decoder's output goes through the projection onto the Chinese vocabulary and a softmax. "
        "These are the {k} most probable next tokens; greedy decoding writes the first."),
     N_("The translation: {words}"),
+    N_("Beam search, k = {k}, keeps the {k} most probable prefixes at each step instead of one, and translates: "
+       "{words}"),
     N_("cross-attention weights, layer {layer}"),
     # a notebook's view (show): the kernel computed the trace
     N_("Traced in Python by transformer_lite.book.explain.trace: {n} steps."),

@@ -558,6 +558,12 @@
     var result = withTokens(say(v, "The translation: {words}", {words: ""}), T.tgt_tokens.join(" "));
     result.className = "tlx-result";
     frag.appendChild(result);
+    if (T.beam_tokens) {  // chapter 12's beam search beside greedy: it keeps k hypotheses instead of one
+      var beam = withTokens(say(v, "Beam search, k = {k}, keeps the {k} most probable prefixes at each step instead " +
+                                "of one, and translates: {words}", {k: T.beam_size, words: ""}), T.beam_tokens.join(" "));
+      beam.className = "tlx-beam";
+      frag.appendChild(beam);
+    }
     return frag;
   }
 
