@@ -49,11 +49,13 @@ OUT = ROOT / "benchmarks" / "lighthouse.json"
 OUT_ALL = ROOT / "benchmarks" / "lighthouse-all.json"
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 CHROME = os.environ.get("CHROME_PATH", "/usr/bin/chromium")
-# the heaviest pages of both editions (by critical bytes, DOM and formulas: tests/test_budgets.py) and the landing page
+# the heaviest pages of both editions (by critical bytes, DOM and formulas: tests/test_budgets.py), the landing page,
+# and the explainer's page in each edition (its view must draw its first screen on a phone with the model unloaded)
 PAGES = ["book/intro.html", "notebooks/03_self_attention.html", "notebooks/12_inference.html",
          "notebooks/02_positional_encoding.html", "notebooks/10_training.html", "notebooks/13_capstone_translator.html",
+         "book/explainer.html",
          "zh/book/intro.html", "zh/notebooks/05_add_norm_ffn.html", "zh/notebooks/12_inference.html",
-         "zh/notebooks/10_training.html", "zh/notebooks/03_self_attention.html"]
+         "zh/notebooks/10_training.html", "zh/notebooks/03_self_attention.html", "zh/book/explainer.html"]
 
 
 def every_page(html_dir: Path = HTML) -> list[str]:
