@@ -54,6 +54,7 @@ import hsk_sentences_audio
 
 from .._checks import check_positive_int
 from ..data import TranslationData, Vocab, pad_batch
+from .i18n import N_, tr
 
 # -- the source, cited by the chapter, the README and a shipped model's metadata ---------------------
 DATASET_NAME = "hsk-sentences-audio"
@@ -62,26 +63,34 @@ DATASET_URL = "https://pypi.org/project/hsk-sentences-audio/"
 DATASET_HOMEPAGE = "https://github.com/no7z/hsk-sentences-audio"
 DATASET_LICENSE = "CC-BY-SA-4.0"  # the sentences, translations and segmentations
 CODE_LICENSE = "MIT"  # the package's loader
-ATTRIBUTION = (f"English-Chinese sentence pairs from {DATASET_NAME} {DATASET_VERSION} ({DATASET_URL}), "
-               f"data licensed {DATASET_LICENSE}, code {CODE_LICENSE}; provenance in {DATASET_HOMEPAGE}")
+_ATTRIBUTION = N_("English-Chinese sentence pairs from {name} {version} ({url}), data licensed {license}, code "
+                  "{code_license}; provenance in {homepage}")
+_SOURCE = dict(name=DATASET_NAME, version=DATASET_VERSION, url=DATASET_URL, license=DATASET_LICENSE,
+               code_license=CODE_LICENSE, homepage=DATASET_HOMEPAGE)
+ATTRIBUTION = _ATTRIBUTION.format(**_SOURCE)  # in English, as the shipped model's metadata and the README cite it
+
+
+def attribution() -> str:
+    """:data:`ATTRIBUTION` in the package's language, for a reader."""
+    return tr(_ATTRIBUTION, **_SOURCE)
 
 LEVELS = (1, 2, 3, 4, 5, 6)  # HSK 3.0 levels in the data
-SPLITS = ("train", "dev", "test")
+SPLITS = (N_("train"), N_("dev"), N_("test"))  # keys; shown through tr()
 CHINESE_TOKENIZATIONS = ("characters", "words")
 CHINESE_TOKENIZATION = "characters"  # the choice; see the module docstring and tokenization_report()
 MIN_FREQ = 2  # a token seen fewer times in training reads as <unk>
 BPE_MERGES = 1000  # the English BPE that tokenization_report() measures against words
 
 # The filter rules, in the order they are applied; a pair is counted under the first rule it breaks.
-RULES = {
-    "empty": "the English or the Chinese is empty",
-    "placeholder": "the English is a placeholder, not a translation (placeholder-p1, placeholder-q1, placeholder)",
-    "one_word": "the English is one word ('PH', 'Welcome!'): an abbreviated placeholder or a gloss, not a sentence",
-    "chinese_in_english": "the English contains Chinese characters, a half-done translation ('The exam is近; ...')",
-    "note": "the English holds a bracketed note for learners ('They (women) are all students.')",
-    "alternatives": "the English offers alternatives with a slash ('a/b'): not one translation",
-    "segmentation": "the pair's word segmentation does not spell its Chinese sentence (punctuation aside)",
-    "duplicate": "the same English (after tokenization) and the same Chinese as an earlier pair",
+RULES = {  # shown through tr()
+    "empty": N_("the English or the Chinese is empty"),
+    "placeholder": N_("the English is a placeholder, not a translation (placeholder-p1, placeholder-q1, placeholder)"),
+    "one_word": N_("the English is one word ('PH', 'Welcome!'): an abbreviated placeholder or a gloss, not a sentence"),
+    "chinese_in_english": N_("the English contains Chinese characters, a half-done translation ('The exam is近; ...')"),
+    "note": N_("the English holds a bracketed note for learners ('They (women) are all students.')"),
+    "alternatives": N_("the English offers alternatives with a slash ('a/b'): not one translation"),
+    "segmentation": N_("the pair's word segmentation does not spell its Chinese sentence (punctuation aside)"),
+    "duplicate": N_("the same English (after tokenization) and the same Chinese as an earlier pair"),
 }
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")

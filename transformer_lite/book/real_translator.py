@@ -44,6 +44,7 @@ from ..metrics import characters, corpus_bleu, corpus_chrf
 from ..model import TransformerConfig, count_parameters
 from ..training import paper_adam, train, warmup_scheduler
 from . import capstone, real_data
+from .i18n import N_
 
 # one loader, one checksum and one way to write for both shipped models
 from .pretrained import _load, _processor, _sha256, output_path, write_weights
@@ -229,18 +230,18 @@ def failure_kinds(en: str, src_vocab, hyp: list[str], ref: list[str]) -> list[st
     ``en``: the English sentence (tokens separated by spaces); ``hyp``, ``ref``: the translation and the
     reference as lists of Chinese characters. "unknown source word": an English token the vocabulary lacks;
     "omission": shorter than half the reference; "repetition": a character 3+ times, more than in the
-    reference; "too long": longer than 1.5 x the reference + 2.
+    reference; "too long": longer than 1.5 x the reference + 2. The kinds are English keys; show them through tr().
     """
     kinds = []
     if any(w not in src_vocab for w in en.split()):
-        kinds.append("unknown source word")
+        kinds.append(N_("unknown source word"))
     if len(hyp) < 0.5 * len(ref):
-        kinds.append("omission")
+        kinds.append(N_("omission"))
     counts, ref_counts = Counter(hyp), Counter(ref)
     if any(n >= 3 and n > ref_counts[c] for c, n in counts.items()):
-        kinds.append("repetition")
+        kinds.append(N_("repetition"))
     if len(hyp) > 1.5 * len(ref) + 2:
-        kinds.append("too long")
+        kinds.append(N_("too long"))
     return kinds
 
 
