@@ -25,7 +25,8 @@ import re
 import unicodedata
 from importlib import resources
 
-__all__ = ["LANGUAGES", "ENV", "language", "set_language", "tr", "N_", "catalog", "grouped", "billions", "ljust"]
+__all__ = ["LANGUAGES", "ENV", "language", "set_language", "tr", "N_", "catalog", "grouped", "billions", "millions",
+           "ljust"]
 
 LANGUAGES = ("en", "zh")
 ENV = "TRANSFORMER_LITE_LANGUAGE"
@@ -164,6 +165,13 @@ def billions(n: float, digits: int = 1) -> str:
     if language() == "zh":
         return f"{n / 1e8:.{max(digits - 1, 0)}f} 亿"
     return f"{n / 1e9:.{digits}f}B"
+
+
+def millions(n: float) -> str:
+    """A count of millions as the language reads it: 110M in English; 1.1 亿, or 6000 万 below 亿, in Chinese."""
+    if language() == "zh":
+        return f"{n / 1e8:.3g} 亿" if n >= 1e8 else f"{n / 1e4:.0f} 万"
+    return f"{n / 1e6:.0f}M"
 
 
 def ljust(text: str, width: int) -> str:
