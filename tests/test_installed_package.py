@@ -29,7 +29,8 @@ adds is what only a Colab-like install shows:
 4. **A chapter in that environment**, with ``bookbuild/run_notebooks.py`` copied out of the checkout and run by
    the venv's Python, in a new kernel, a new empty folder, with ``HOME`` and ``TRANSFORMER_LITE_CACHE``
    empty temporary folders, no ``PYTHONPATH``, no ``TRANSFORMER_LITE_*`` variables (live controls): first a
-   probe that checks the kernel imports the INSTALLED package, then chapter 9 (:data:`COLAB_CHAPTER`),
+   probe that checks the kernel imports the INSTALLED package and draws the explainer's view as a cell's output
+   (explain_view.notebook_html: the wheel's web/ files, inline), then chapter 9 (:data:`COLAB_CHAPTER`),
    which uses every part of the ``book`` extra: bertviz's views, live controls, figures with Chinese
    labels, the shipped translator.
 
@@ -177,7 +178,12 @@ assert repo not in pkg.parents and not any(str(repo) in p for p in sys.path if p
 assert "TRANSFORMER_LITE_STATIC" not in os.environ and os.listdir(".") == [], os.listdir(".")
 assert not torch.version.cuda, torch.__version__
 import matplotlib.pyplot  # builds matplotlib's font cache once, as Colab's image has it
-print(json.dumps({{"package": str(pkg), "torch": torch.__version__, "python": sys.version.split()[0]}}))
+import re
+from transformer_lite.book import explain_view  # the explainer's view as a cell's output, from the wheel's web/ files
+view = explain_view.notebook_html("grammar", "I am a student.")
+assert "tl-explainer" in view and "<script>" in view and not re.search(r'(?:src|href)="', view), view[:300]
+print(json.dumps({{"package": str(pkg), "torch": torch.__version__, "python": sys.version.split()[0],
+                  "explainer_view_bytes": len(view)}}))
 '''
 
 
@@ -267,7 +273,8 @@ def test_a_chapter_runs_in_the_colab_install(colab, source, tmp_path, capsys):
                           timeout=900)
     assert results_file.exists(), f"run_notebooks.py wrote no results:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     probe_result, chapter_result = json.loads(results_file.read_text())
-    assert probe_result["ok"], f"the kernel does not import the installed package: {probe_result['error']}"
+    assert probe_result["ok"], \
+        f"the probe failed in the kernel (the installed package, the explainer's view): {probe_result['error']}"
     with capsys.disabled():
         print(f"\n{COLAB_CHAPTER} in the Colab-like install: {chapter_result['seconds']:.1f} s (kernel start included)")
     e = chapter_result["error"]

@@ -192,8 +192,10 @@ def test_the_explainers_graphs_compute_what_explain_computes(shipped):
         record = explain.flat(explain.record_encoder(model, src))
         memory = dict(record)["memory"][None]
         dec_record = explain.flat(explain.record_decoder(model, memory, src, ys))
-    got = enc.run(None, {"src": src.numpy()}) + dec.run(None, {"memory": memory.numpy(), "src": src.numpy(),
-                                                              "ys": ys.numpy()})
+    on = {k: v.numpy() for k, v in explain.head_masks(model).items()}  # every head counts (the graphs' head masks)
+    got = enc.run(None, {"src": src.numpy(), "head_mask_encoder": on["encoder"]}) + \
+        dec.run(None, {"memory": memory.numpy(), "src": src.numpy(), "ys": ys.numpy(),
+                       "head_mask_self": on["self"], "head_mask_cross": on["cross"]})
     names = [o.name for o in enc.get_outputs()] + [o.name for o in dec.get_outputs()]
     assert names == [n for n, _ in record + dec_record]
     for (name, expected), value in zip(record + dec_record, got):
