@@ -122,6 +122,20 @@ def test_tr_translates_formats_and_falls_back_to_english():
         tr(None)
 
 
+
+def test_numbers_and_columns_follow_the_language():
+    """English groups thousands with commas, Chinese writes none (STYLE.md §5); a Han character is two columns."""
+    assert (i18n.grouped(181377), i18n.grouped(60611.62, ".1f"), i18n.grouped(2e4, ".0f")) == \
+        ("181,377", "60,611.6", "20,000")
+    assert f"{i18n.grouped(1234.5, '.2f'):>10}|" == "  1,234.50|"
+    assert i18n.ljust("init", 8) == "init    " and i18n.ljust("初始化", 8) == "初始化  "
+    set_language("zh")
+    assert (i18n.grouped(181377), i18n.grouped(60611.62, ".1f"), i18n.grouped(2e4, ".0f")) == \
+        ("181377", "60611.6", "20000")
+    assert f"{i18n.grouped(1234.5, '.2f'):>10}|" == "   1234.50|"
+    with pytest.raises(ValueError, match="a width goes outside"):
+        i18n.grouped(1.5, ">10.1f")
+
 # ---- the catalog -----------------------------------------------------------------------------------------------
 
 def test_the_catalog_has_every_message_translated_and_nothing_stale():

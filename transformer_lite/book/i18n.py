@@ -153,10 +153,17 @@ def tr(english: str, **fields) -> str:
 
 # ---- numbers and columns in printed tables ---------------------------------------------------------------------
 
-def grouped(n: int) -> str:
+def grouped(n: float, spec: str = "") -> str:
     """``n`` with its thousands as the language writes them: 181,377 in English, 181377 in Chinese (which writes no
-    separators), so a chapter's marked line prints ``{grouped(n)}`` where an English-only one had ``{n:,}``."""
-    return tr("{n:,}", n=n)
+    separators), so a chapter's marked line prints ``{grouped(n)}`` where an English-only one had ``{n:,}``.
+
+    ``spec`` is the rest of the format: precision and type, as in ``{x:,.1f}`` -> ``{grouped(x, ".1f")}`` (60,611.6
+    in English, 60611.6 in Chinese). A width goes outside, on the string: ``{grouped(x, ".2f"):>10}``."""
+    if not spec:
+        return tr("{n:,}", n=n)
+    if not re.fullmatch(r"(\.\d+)?[eEfFgG%]", spec):
+        raise ValueError(f"spec must be a precision and a type such as '.1f' (a width goes outside), got {spec!r}")
+    return format(n, spec if language() == "zh" else "," + spec)
 
 
 def billions(n: float, digits: int = 1) -> str:
