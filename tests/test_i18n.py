@@ -559,6 +559,27 @@ def test_a_string_marked_for_display_is_a_message_and_goes_back_token_for_token(
     assert code_message_problems("display", "accuracy {acc:.1%}", "准确率 {acc}") != []  # fields kept
 
 
+ESCAPED = r"""box(N_("(B, T, D)\nweights (B, H, T, T)"))
+ax.set_title("(B, T)\n{n}")
+ax.set_xlabel(r"$\nabla$ \nabla_x")
+ax.set_ylabel("\\nabla \\tau")
+ax.text(0, 0, "line one\n" "\tTotal")
+x = 1  # \tanh \nabla
+"""
+
+
+def test_a_word_right_after_an_escape_is_a_word():
+    """\\n, \\r, \\t in a string literal end the word before them: the "weights" of "(B, T, D)\\nweights" is a
+    word, so the marked string is a message; a raw literal's or an escaped backslash's \\nabla is LaTeX, and so is a
+    comment's, not a word."""
+    found = [(m["context"], m["msgid"]) for m in code_messages(ESCAPED)]
+    assert found == [("display", "(B, T, D)\\nweights (B, H, T, T)"), ("figure", "line one\\n\\tTotal")]
+    assert code_messages('ax.set_title("(B, T)\\nTotal")') != []  # a word after the escape alone
+    assert any("no Chinese" in p for p in code_message_problems("display", "(B, T)\\nweights of heads",
+                                                                 "(B, T)\\nweights of heads"))
+    assert not any("no Chinese" in p for p in code_message_problems("comment", "\\nabla \\tanh \\theta", "x"))
+
+
 def test_chapter_0_prints_its_marked_lines_in_chinese():
     """The marker end to end on chapter 0: each marked string of the English notebook is a message of its code
     catalog, and notebooks/zh/ prints it in Chinese, while the unmarked prints and the code stay the English."""

@@ -42,9 +42,20 @@ FIGURE_KEYWORDS = {"label", "title", "titles", "xlabel", "ylabel", "suptitle", "
 MARKER = "N_"  # marks a display string in a notebook (msgctxt "display")
 LITERALS = ("figure", "display")  # the contexts whose messages are string literals, put back token for token
 NOT_PROSE_COMMENT = re.compile(r"#[@!]|#\s*(noqa|type:|pragma|fmt:|-\*-)")
-ENGLISH_WORD = re.compile(r"(?<![\w\\])[A-Za-z]{2,}(?![\w])")
+ENGLISH_WORD = re.compile(r"(?<![\w\\])[A-Za-z]{2,}(?![\w])")  # not a LaTeX command's name (\sqrt, \tanh)
+# \n, \r or \t written in a (not raw) literal, not after an escaped backslash: a break before the next word, so the
+# "Total" of "\nTotal" is a word, which ENGLISH_WORD alone reads as the name after a backslash
+ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\[nrt]")
 FIELD = re.compile(r"\{\{|\}\}|\{")
 SETUP_LANGUAGE = ', language="zh"'
+
+
+def literal_words(text: str, raw: bool = False) -> list[str]:
+    """The English words of a string literal's source text (escapes as written): its \\n, \\r, \\t break words
+    apart, unless the literal is raw; `$...$` math and `{...}` fields are no words."""
+    if not raw:
+        text = ESCAPE.sub(r"\1 ", text)
+    return ENGLISH_WORD.findall(re.sub(r"\$[^$]*\$|\{[^{}]*\}", " ", text))
 
 
 def code_comment_is_prose(text: str) -> bool:
@@ -214,7 +225,9 @@ def code_messages(source: str) -> list[dict]:
     marked = {id(node) for node in _marked_nodes(tree)}
     for node, pieces in figure_literals(python, tree):
         msgid = "".join(python[p.start:p.end] for p in pieces)
-        if not (ENGLISH_WORD.search(re.sub(r"\$[^$]*\$|\{[^{}]*\}", " ", msgid))):
+        unescaped = "".join(python[p.start:p.end] if "r" in p.prefix.lower() else
+                            ESCAPE.sub(r"\1 ", python[p.start:p.end]) for p in pieces)
+        if not literal_words(unescaped, raw=True):
             continue  # `$x_{t}$`, "", "{name}": nothing a reader reads as words
         if any(p.prefix.lower() in ("b", "rb", "br") for p in pieces):
             continue
@@ -404,7 +417,8 @@ def code_message_problems(context: str, msgid: str, msgstr: str, fuzzy: bool = F
                 out.append(f"not a valid string literal between {quote} quotes: {err.msg}")
     elif "\n" in msgstr:
         out.append("a comment's translation holds a line break (the generator wraps it)")
-    if len(ENGLISH_WORD.findall(re.sub(r"`[^`]*`|\$[^$]*\$|\{[^{}]*\}|\w+\(", " ", msgid))) >= 3 and \
+    english = re.sub(r"`[^`]*`|\$[^$]*\$|\{[^{}]*\}|\w+\(", " ", msgid)
+    if len(literal_words(english) if context in LITERALS else ENGLISH_WORD.findall(english)) >= 3 and \
             not HAN.search(msgstr):
         out.append("no Chinese in a message with English words")
     return out
