@@ -93,6 +93,24 @@ def test_the_environment_chooses_the_default(monkeypatch):
         i18n.language()
 
 
+def test_the_set_up_line_speaks_the_language(capsys):
+    import platform
+
+    import torch
+
+    import transformer_lite
+    from transformer_lite.book.notebook import setup
+
+    device = setup(seed=3, language="en")
+    english = (f"python {platform.python_version()} | torch {torch.__version__} | transformer_lite "
+               f"{transformer_lite.__version__} | device {device} | threads {torch.get_num_threads()} | seed 3")
+    assert capsys.readouterr().out.splitlines()[0] == english  # as the f-string printed it before
+    setup(seed=3, language="zh")
+    chinese = capsys.readouterr().out.splitlines()[0]
+    assert chinese == english.replace("device", "设备").replace("threads", "线程数").replace("seed", "随机种子")
+    assert_chinese(chinese, "the set-up line")
+
+
 def test_setup_sets_the_language_and_leaves_it_by_default(capsys):
     from transformer_lite.book.notebook import setup
 
@@ -146,8 +164,18 @@ def test_the_catalog_reader_reads_what_polib_reads():
     import polib
 
     po = polib.pofile(str(package_catalog.CATALOG), wrapwidth=0)
-    assert i18n.catalog() == {e.msgid: e.msgstr for e in po if e.msgstr and "fuzzy" not in e.flags}
+    assert i18n.catalog() == {(e.msgctxt + "\x04" if e.msgctxt else "") + e.msgid: e.msgstr
+                              for e in po if e.msgstr and "fuzzy" not in e.flags}
     assert len(i18n.catalog()) > 450
+    # an entry with a context is apart from one without: the control named depth, and translate.py's "layer"
+    assert i18n.catalog()["control\x04depth"] == "深度" and "depth" not in i18n.catalog()
+    assert i18n.catalog()["control\x04layer"] == i18n.catalog()["layer"] == "层"
+
+
+def test_the_reader_reads_a_context_right_after_an_entry():
+    text = 'msgid "a"\nmsgstr "甲"\nmsgctxt "control"\nmsgid "a"\nmsgstr "乙"\n'
+    assert [(e.get("msgctxt"), e["msgid"], e["msgstr"]) for e in i18n.parse_po(text)] == \
+        [(None, "a", "甲"), ("control", "a", "乙")]
 
 
 def test_chinese_punctuation_in_the_catalog():
@@ -409,6 +437,71 @@ def test_controls_speak_the_language():
     assert html  # text frames carry no alt; the figure's alt default is checked through tr below
     set_language("zh")
     assert tr("Figure for {label}", label="n = 1") == "n = 1 时的图"
+
+
+def test_a_controls_name_shows_its_chinese_and_a_symbol_stays():
+    """explore labels each control with its keyword's name: in Chinese, the name's translation (msgctxt "control"),
+    on the static page (label, aria-label, the figures' default alt) and live (the widget's description)."""
+    import ipywidgets as widgets
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from transformer_lite.book import interactive
+
+    def draw(depth, d_k, kind):
+        fig, ax = plt.subplots(figsize=(1, 1))
+        ax.set_title(f"{depth} {d_k} {kind}")
+        return fig
+
+    controls = dict(depth=[4, 8], d_k=[1, 2], kind=["a", "b"])
+    set_language("zh")
+    html = interactive.explore_html(draw, **controls)
+    assert '<label>深度 <input type="range"' in html and 'aria-label="深度"' in html
+    assert '<label>d_k <input type="range"' in html and '<label>类型 <select' in html
+    assert 'alt="深度 = 4，d_k = 1，类型 = a 时的图"' in html
+    shown = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv(interactive.STATIC_ENV, raising=False)
+        mp.setattr("IPython.display.display", lambda *objs, **kw: shown.extend(objs))
+        interactive.explore(draw, **controls)
+    live = [w.description for o in shown if isinstance(o, widgets.VBox) for w in o.children[0].children]
+    assert live == ["深度", "d_k", "类型"]
+    set_language("en")
+    html = interactive.explore_html(draw, **controls)
+    assert '<label>depth <input type="range"' in html and 'aria-label="depth"' in html and '<label>kind <select' in html
+    assert 'alt="Figure for depth = 4, d_k = 1, kind = a"' in html
+    assert [interactive.control_label(n) for n in controls] == list(controls)
+    plt.close("all")
+
+
+def test_every_control_name_a_chapter_uses_has_its_chinese():
+    names = package_catalog.control_names()
+    assert {"depth", "layer", "temperature", "kind"} <= set(names)  # explore's own keywords and symbols are not
+    assert not set(names) & (package_catalog.EXPLORE_OPTIONS | package_catalog.SYMBOLS)
+    from transformer_lite.book import interactive
+
+    assert interactive.CONTROL == package_catalog.CONTROL
+    set_language("zh")
+    for name, where in names.items():
+        assert HAN.search(interactive.control_label(name)), f"control {name!r} ({where[0]}) has no Chinese"
+    for symbol in package_catalog.SYMBOLS:
+        assert interactive.control_label(symbol) == symbol
+
+
+def test_a_new_control_name_without_chinese_fails_the_catalog(tmp_path, monkeypatch):
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": ["%matplotlib inline\n", "explore(draw, depth=[1, 2], knob_count=[1, 2], d_k=[4, 8],\n",
+                       "        initial={'depth': 2}, alt='{depth}')\n"]}
+    (tmp_path / "99_new.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
+                                                       "nbformat_minor": 5}), encoding="utf-8")
+    where = [f"{tmp_path / '99_new.ipynb'}:0"]  # the notebook and its cell
+    assert package_catalog.control_names(tmp_path) == {"depth": where, "knob_count": where}
+    monkeypatch.setattr(package_catalog, "NOTEBOOKS", tmp_path)
+    found = package_catalog.problems()
+    assert any(p.startswith("missing from the catalog: control name 'knob_count'") for p in found), found
+    assert not any("'depth'" in p for p in found)
 
 
 def test_bertviz_controls_in_chinese():

@@ -14,8 +14,14 @@ that is data (a sentence the model reads, an answer the reader types, HTML) carr
 its line (or alone on the line above); docstrings, programmers' errors (``raise ValueError(...)``), dict keys,
 subscripts, comparisons and the wrong answers registered with ``exercise(...)`` are not messages.
 
-tests/test_package_i18n.py runs :func:`problems` and :func:`unwrapped`: a message without its Chinese, a stale one,
-or a message left unwrapped fails it.
+The controls' names are the catalog's other messages (msgctxt "control"): ``explore(draw, depth=[...])`` labels
+its control with the keyword's name, which the chapter's code (and draw's signature) must keep, so the package shows
+the name's translation instead (transformer_lite.book.interactive.control_label). :func:`control_names` lists every
+keyword a chapter passes to ``explore`` as a control; the names that are the math's own symbols (:data:`SYMBOLS`)
+stay as they are in both editions and have no entry.
+
+tests/test_package_i18n.py runs :func:`problems` and :func:`unwrapped`: a message or a chapter's control name without
+its Chinese, a stale one, or a message left unwrapped fails it.
 """
 from __future__ import annotations
 
@@ -29,10 +35,17 @@ PACKAGE = ROOT / "transformer_lite"
 CHECKS = PACKAGE / "book" / "check"
 CATALOG = PACKAGE / "book" / "locale" / "zh_CN.po"
 KEYWORDS = ("tr", "N_")
+NOTEBOOKS = ROOT / "notebooks"
+CONTROL = "control"  # the msgctxt of the controls' names (transformer_lite.book.interactive.CONTROL)
+EXPLORE_OPTIONS = {"initial", "max_frames", "dpi", "alt"}  # explore's own keywords: not controls
+# control names that are the math's own symbols, written so in the chapters' formulas, code and alt texts of both
+# editions: d_k, d_model, H and T (shape letters), eps (label smoothing's ε), top_k (top-k's k), warmup_steps (the
+# paper's schedule formula). They are labels as they are, with no catalog entry.
+SYMBOLS = frozenset({"d_k", "d_model", "H", "T", "eps", "top_k", "warmup_steps"})
 # the modules whose strings a reader sees (the rest of the package speaks to programmers, in errors and docstrings)
 SHOWN = (*sorted(CHECKS.glob("*.py")),
-         *(PACKAGE / "book" / f"{name}.py" for name in ("architecture_map", "interactive", "plotting", "translate",
-                                                         "viz")))
+         *(PACKAGE / "book" / f"{name}.py" for name in ("architecture_map", "interactive", "notebook", "plotting",
+                                                         "translate", "viz")))
 DATA_MARK = "# i18n: data"
 PROSE = re.compile(r"(?<![\w{])[A-Za-z][a-z]+ [A-Za-z][a-z]+(?![\w}])")  # two English words in a row
 GROUP = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{\w*\}")  # (arguments), [indices], {fields}
@@ -58,6 +71,40 @@ def messages(folder: Path = PACKAGE) -> dict[str, list[str]]:
             if message:
                 found.setdefault(message, []).append(_where(path, lineno))
     return found
+
+
+def control_names(folder: Path | None = None) -> dict[str, list[str]]:
+    """Every name a chapter gives a control -> where ("notebooks/05_add_norm_ffn.ipynb:18": the notebook and its
+    cell), in the order of the notebooks and cells: the keywords of each ``explore(...)`` call of the English
+    notebooks' code cells but explore's own (:data:`EXPLORE_OPTIONS`) and the math's symbols (:data:`SYMBOLS`)."""
+    import json
+
+    from .code_cells import _python_source
+
+    folder = NOTEBOOKS if folder is None else folder
+    found: dict[str, list[str]] = {}
+    for path in sorted(folder.glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for n, cell in enumerate(cells):
+            if cell["cell_type"] != "code" or "explore" not in "".join(cell["source"]):
+                continue
+            for node in ast.walk(ast.parse(_python_source("".join(cell["source"])))):
+                if isinstance(node, ast.Call) and _name(node) == "explore":
+                    for kw in node.keywords:
+                        if kw.arg and kw.arg not in EXPLORE_OPTIONS and kw.arg not in SYMBOLS:
+                            found.setdefault(kw.arg, []).append(f"{_where(path, n)}")
+    return found
+
+
+def wanted() -> dict[tuple[str | None, str], list[str]]:
+    """What the catalog must hold: (msgctxt, msgid) -> where; the package's messages (no context), then the
+    chapters' control names (msgctxt "control")."""
+    return {**{(None, m): w for m, w in messages().items()},
+            **{(CONTROL, name): w for name, w in control_names().items()}}
+
+
+def _what(key: tuple[str | None, str]) -> str:
+    return f"control name {key[1]!r}" if key[0] == CONTROL else repr(key[1])
 
 
 def is_message(text: str) -> bool:
@@ -158,21 +205,21 @@ def update() -> tuple[int, int]:
     """Add the new messages (empty) and remove the stale ones; returns (added, removed)."""
     import polib
 
-    po, wanted = _load(), messages()
-    have = {e.msgid: e for e in po}
-    removed = [e for e in po if e.msgid not in wanted]
+    po, want = _load(), wanted()
+    have = {(e.msgctxt, e.msgid): e for e in po}
+    removed = [e for e in po if (e.msgctxt, e.msgid) not in want]
     for e in removed:
         po.remove(e)
     added = 0
-    for msgid, where in wanted.items():
-        entry = have.get(msgid)
+    for (context, msgid), where in want.items():
+        entry = have.get((context, msgid))
         if entry is None:
-            entry = polib.POEntry(msgid=msgid, msgstr="")
+            entry = polib.POEntry(msgctxt=context, msgid=msgid, msgstr="")
             po.append(entry)
             added += 1
         entry.occurrences = [tuple(w.rsplit(":", 1)) for w in where[:3]]
-    order = {m: i for i, m in enumerate(wanted)}
-    po.sort(key=lambda e: order.get(e.msgid, 0))
+    order = {key: i for i, key in enumerate(want)}
+    po.sort(key=lambda e: order.get((e.msgctxt, e.msgid), 0))
     CATALOG.parent.mkdir(parents=True, exist_ok=True)
     po.save(str(CATALOG))
     return added, len(removed)
@@ -184,19 +231,20 @@ def problems() -> list[str]:
 
     if not CATALOG.exists():
         return [f"{CATALOG.relative_to(ROOT)} does not exist: run python -m bookbuild.i18n package"]
-    po, wanted = polib.pofile(str(CATALOG), wrapwidth=0), messages()
-    have = {e.msgid: e for e in po}
-    out = [f"missing from the catalog: {m!r} ({', '.join(w)})" for m, w in wanted.items() if m not in have]
-    out += [f"stale (no longer in the sources): {m!r}" for m in have if m not in wanted]
+    po, want = polib.pofile(str(CATALOG), wrapwidth=0), wanted()
+    have = {(e.msgctxt, e.msgid): e for e in po}
+    out = [f"missing from the catalog: {_what(k)} ({', '.join(w)})" for k, w in want.items() if k not in have]
+    out += [f"stale (no longer in the sources): {_what(k)}" for k in have if k not in want]
     for e in po:
+        what = _what((e.msgctxt, e.msgid))
         if not e.msgstr:
-            out.append(f"untranslated: {e.msgid!r}")
+            out.append(f"untranslated: {what}")
             continue
         if "fuzzy" in e.flags:
-            out.append(f"fuzzy: {e.msgid!r}")
+            out.append(f"fuzzy: {what}")
         if fields(e.msgid) != fields(e.msgstr):
-            out.append(f"fields differ: {e.msgid!r} has {fields(e.msgid)}, its Chinese {fields(e.msgstr)}")
+            out.append(f"fields differ: {what} has {fields(e.msgid)}, its Chinese {fields(e.msgstr)}")
         if not HAN.search(e.msgstr) and re.search("[A-Za-z]", FIELD.sub("", e.msgid)):  # ("{message} {rule}"
             # joins two messages: no words of its own)
-            out.append(f"no Chinese in the translation of {e.msgid!r}: {e.msgstr!r}")
+            out.append(f"no Chinese in the translation of {what}: {e.msgstr!r}")
     return out

@@ -31,6 +31,7 @@ __all__ = ["LANGUAGES", "ENV", "language", "set_language", "tr", "N_", "catalog"
 LANGUAGES = ("en", "zh")
 ENV = "TRANSFORMER_LITE_LANGUAGE"
 CATALOG = "locale/zh_CN.po"
+CONTEXT = "\x04"  # between an entry's msgctxt and its msgid in catalog()'s keys
 
 _current: str | None = None  # None: not chosen yet -> $TRANSFORMER_LITE_LANGUAGE, else "en"
 
@@ -97,7 +98,7 @@ def parse_po(text: str) -> list[dict]:
             continue
         key, _, rest = line.partition(" ")
         if key in ("msgid", "msgstr", "msgctxt"):
-            if key == "msgid" and cur is not None and "msgid" in cur:
+            if key in ("msgid", "msgctxt") and cur is not None and "msgid" in cur:
                 close()
                 cur = None
             if cur is None:
@@ -114,9 +115,12 @@ def parse_po(text: str) -> list[dict]:
 
 @functools.cache
 def catalog() -> dict[str, str]:
-    """English -> Chinese: every translated entry of the package's catalog (fuzzy or empty ones left out)."""
+    """English -> Chinese: every translated entry of the package's catalog (fuzzy or empty ones left out). An entry
+    with a msgctxt is keyed context + CONTEXT + English, as GNU gettext keys it, so ``tr`` never meets it (the
+    controls' names, :func:`.interactive.control_label`)."""
     text = resources.files(__package__).joinpath(CATALOG).read_text(encoding="utf-8")
-    return {e["msgid"]: e["msgstr"] for e in parse_po(text) if e.get("msgstr") and "fuzzy" not in e["flags"]}
+    return {e["msgctxt"] + CONTEXT + e["msgid"] if "msgctxt" in e else e["msgid"]: e["msgstr"]
+            for e in parse_po(text) if e.get("msgstr") and "fuzzy" not in e["flags"]}
 
 
 class _Translated(str):

@@ -27,12 +27,13 @@ import json
 import numbers
 import os
 
-from .i18n import N_, tr
+from .i18n import CONTEXT, N_, catalog, language, tr
 
-__all__ = ["explore", "live_text", "static_mode", "explore_html", "live_text_html"]
+__all__ = ["explore", "live_text", "static_mode", "explore_html", "live_text_html", "control_label"]
 
 STATIC_ENV = "TRANSFORMER_LITE_STATIC"
 MAX_FRAMES = 48
+CONTROL = "control"  # the msgctxt of the controls' names in the package's catalog
 
 _counter = itertools.count(1)  # element ids: deterministic per kernel, hence per page
 
@@ -66,6 +67,15 @@ def _check_controls(controls: dict, max_frames: int) -> dict:
         raise ValueError(f"too many frames to precompute: {n} ({sizes}) > max_frames={max_frames}; "
                          f"give {longest!r} fewer values")
     return values
+
+
+def control_label(name: str) -> str:
+    """The label of the control that ``explore`` makes for the keyword ``name``, live and on the static page: in
+    Chinese, the name's translation in the package's catalog (msgctxt "control"; bookbuild's package_catalog
+    lists every name a chapter gives a control), else the name itself, as a symbol of the math (d_k, T) stays."""
+    if language() != "zh":
+        return name
+    return catalog().get(CONTROL + CONTEXT + name, name)
 
 
 def _label(value) -> str:
@@ -186,7 +196,8 @@ def explore_html(draw, /, *, initial: dict | None = None, max_frames: int = MAX_
     frames, index, seen = [], [], {}
     for combo in itertools.product(*(values[n] for n in names)):
         params = dict(zip(names, combo))
-        label = ", ".join(f"{k} = {_label(v)}" for k, v in params.items())
+        label = ("，" if language() == "zh" else ", ").join(f"{control_label(k)} = {_label(v)}"
+                                                             for k, v in params.items())
         frame = _run(draw, params, dpi, alt.format(**params) if alt else tr("Figure for {label}", label=label))
         if frame not in seen:
             seen[frame] = len(frames)
@@ -196,15 +207,15 @@ def explore_html(draw, /, *, initial: dict | None = None, max_frames: int = MAX_
     uid = _next_id("tl-explore")
     parts = [_STYLE, f'<div class="tl-explore" id="{uid}">', '<div class="tl-controls">']
     for axis, name in enumerate(names):
-        opts, i0 = values[name], start[axis]
+        opts, i0, shown = values[name], start[axis], html.escape(control_label(name))
         if _is_numeric(opts):
-            parts.append(f'<label>{html.escape(name)} <input type="range" id="{uid}-{axis}" data-tl-axis="{axis}" '
-                         f'min="0" max="{len(opts) - 1}" step="1" value="{i0}" aria-label="{html.escape(name)}">'
+            parts.append(f'<label>{shown} <input type="range" id="{uid}-{axis}" data-tl-axis="{axis}" '
+                         f'min="0" max="{len(opts) - 1}" step="1" value="{i0}" aria-label="{shown}">'
                          f'<output>{html.escape(_label(opts[i0]))}</output></label>')
         else:
             options = "".join(f'<option value="{i}"{" selected" if i == i0 else ""}>{html.escape(_label(v))}</option>'
                               for i, v in enumerate(opts))
-            parts.append(f'<label>{html.escape(name)} <select id="{uid}-{axis}" data-tl-axis="{axis}">'
+            parts.append(f'<label>{shown} <select id="{uid}-{axis}" data-tl-axis="{axis}">'
                          f'{options}</select></label>')
     parts.append("</div>")
     k0 = 0
@@ -265,10 +276,10 @@ def explore(draw, /, *, initial: dict | None = None, max_frames: int = MAX_FRAME
         start = opts.index(initial[name]) if name in initial else 0
         options = [(_label(v), i) for i, v in enumerate(opts)]
         if _is_numeric(opts):
-            ws[name] = widgets.SelectionSlider(options=options, value=start, description=name,
+            ws[name] = widgets.SelectionSlider(options=options, value=start, description=control_label(name),
                                                continuous_update=False)
         else:
-            ws[name] = widgets.Dropdown(options=options, value=start, description=name)
+            ws[name] = widgets.Dropdown(options=options, value=start, description=control_label(name))
 
     def run(**idx):
         _show(draw(**{k: values[k][i] for k, i in idx.items()}))

@@ -21,7 +21,7 @@ def setup(seed: int = 0, threads: int | None = None, language: str | None = None
     portability test re-runs the chapters with other seeds that way.
     """
     from .. import __version__
-    from .i18n import set_language
+    from .i18n import set_language, tr
     from .runtime import book_seed
 
     if language is not None:
@@ -35,8 +35,9 @@ def setup(seed: int = 0, threads: int | None = None, language: str | None = None
     if threads is not None:
         torch.set_num_threads(threads)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    print(f"python {platform.python_version()} | torch {torch.__version__} | transformer_lite {__version__} "
-          f"| device {device} | threads {torch.get_num_threads()} | seed {seed}")
+    print(tr("python {python} | torch {torch} | transformer_lite {version} | device {device} | threads {threads} "
+             "| seed {seed}", python=platform.python_version(), torch=torch.__version__, version=__version__,
+             device=device, threads=torch.get_num_threads(), seed=seed))
     try:  # the book's plot style, when matplotlib is there
         from .plotting import use_book_style
     except ImportError:
