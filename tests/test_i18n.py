@@ -592,7 +592,7 @@ def test_chapter_0_prints_its_marked_lines_in_chinese():
     for msgid, zh in marked:
         assert msgid not in zh, msgid
     assert any('print(N_("RNN 中改变了的输出：")' in zh for _, zh in cells)
-    assert any('print(f"{\'T\':>5}"' in zh for _, zh in cells)  # an unmarked print: the English's
+    assert any('print(f"{T:>5}" + "".join(' in zh for _, zh in cells)  # an unmarked print: the English's
 
 
 def test_a_long_comment_block_is_wrapped_to_its_width():
