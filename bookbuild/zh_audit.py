@@ -1,6 +1,7 @@
 """How much of the built Chinese site's chapter output is still English: output lines, figures, table cells, controls.
 
-    .venv/bin/python -m bookbuild.zh_audit [_build/html] [--all] [--page 04_multi_head_attention ...]
+    .venv/bin/python -m bookbuild.zh_audit [_build/html] [--page 04_multi_head_attention ...] [--quiet] [--ceilings]
+    .venv/bin/python -m bookbuild.zh_audit OUT/04_multi_head_attention.ipynb ...   # chapters executed in Chinese
 
 For each Chinese chapter page (``zh/notebooks/*.html`` of the built site) it reads what the chapter's code put on the
 page, not the translated prose:
@@ -15,8 +16,10 @@ page, not the translated prose:
 
 A text counts as English when it holds an English word the allowlist below does not excuse; an output line is
 English-only when it also holds no Chinese character. The allowlist is kept short: code names (identifiers with
-``_``, ``.`` or digits, camelCase, a word followed by ``(`` ``=`` ``[`` or in backticks, Python's constants), data
-(the toy grammar's English words and the HSK sentences' English, read from the package, not listed here), units,
+``_``, ``.`` or digits, camelCase, a word followed by ``(`` ``=`` ``[`` or in backticks or in a quoted repr, Python's
+constants, the names of Greek letters and math functions that code writes: mu, sigma, log, sqrt), data
+(the toy grammar's English words and the HSK sentences' English, read from the package, not listed here, and the
+string literals in the tuples and lists of the chapter's own code: the sentences it gives its translator), units,
 and the names of models, libraries and metrics, and the English terms the Chinese edition keeps
 (locales/zh_CN/terminology.yml's aliases). tests/test_chinese_site.py asserts the counts.
 """
@@ -38,15 +41,16 @@ WORD = re.compile(r"(?<![\w])[A-Za-z][A-Za-z]*(?:['’-][A-Za-z]+)*(?![\w])")
 
 # names of models, libraries, metrics, hardware and tools, kept in English in Chinese texts (STYLE.md 1: 保留英文的)
 NAMES = frozenset("""
-Transformer Transformers BERT GPT GRU LSTM RNN RNNs CNN ViT ONNX PyTorch torch python Python numpy NumPy T5 Llama
-Qwen Mistral BLEU chrF IBM HSK Colab Jupyter JupyterLab bertviz Hugging Face CPU GPU cpu cuda gpu mps MKL C++
-Adam AdamW SGD GELU ReLU SwiGLU RoPE RMSNorm LayerNorm BatchNorm softmax logits KV GQA MQA FFN MLP PE LN BN
-Pre-LN Post-LN NaN nan inf Inf OK
+Transformer Transformers Annotated fairseq BERT GPT GRU LSTM RNN RNNs CNN ViT ONNX PyTorch torch python Python
+numpy NumPy T5 Llama Qwen Mistral GNMT BLEU chrF RMS IBM HSK Colab Jupyter JupyterLab bertviz Hugging Face
+CPU GPU cpu cuda gpu mps MKL Adam AdamW SGD GELU ReLU SwiGLU RoPE RMSNorm LayerNorm BatchNorm softmax logits
+KV GQA MQA FFN MLP PE LN BN Pre-LN Post-LN NaN nan inf Inf
 """.split())
 # units and unit-like abbreviations (SI prefixes, bytes, time, rates)
-UNITS = frozenset("ms µs us ns KB MB GB KiB MiB GiB TiB Hz it s FLOPs FLOP TFLOPs GFLOPs".split())
-# Python's constants and repr words: code
-PY = frozenset("True False None tensor dtype device grad_fn requires_grad".split())
+UNITS = frozenset("ms µs us ns KB MB GB KiB MiB GiB TiB Hz FLOPs FLOP TFLOPs GFLOPs".split())
+# Python's constants and repr words, and the names of Greek letters that code writes for symbols (mu, sigma, eps)
+PY = frozenset("True False None tensor dtype device grad_fn requires_grad lr alpha beta gamma lambda mu sigma eps "
+               "epsilon theta log ln exp sqrt sin cos argmax softmax".split())
 
 
 @functools.cache
@@ -97,8 +101,8 @@ def _sentences() -> tuple[frozenset, frozenset]:
 def _is_code(text: str, m: re.Match) -> bool:
     word, a, b = m.group(), m.start(), m.end()
     before, after = text[a - 1:a], text[b:b + 1]
-    if before in "._`" and before or after in "._([`" and after:
-        return True  # module.attr, call(, index[, `code`
+    if before in "._`∂√/" and before or after in "._([`" and after:
+        return True  # module.attr, call(, index[, `code`, ∂loss
     if re.match(r"\s*=(?!=)", text[b:]):
         return True  # keyword=, name = value: a parameter's name
     if re.search(r"[a-z][A-Z]", word) and word not in NAMES:
@@ -123,14 +127,32 @@ def _runs(text: str) -> list[list[re.Match]]:
     return runs
 
 
-def english_words(text: str) -> list[str]:
-    """The words of ``text`` that make it English: words the allowlist does not excuse."""
+def code_data(code: str) -> set[tuple]:
+    """The data a chapter's code holds, as word tuples: the string literals inside its tuples and lists (sentences a
+    translator is given, a toy vocabulary), which the outputs may show as they are. Dict keys, a call's own
+    arguments (``print("...")``) and a list given to a keyword (a control's options) are not data."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:  # an IPython magic, a cell left for the reader (...)
+        return set()
+    # a list given to a keyword is a control's options (explore(draw, scale=["none", "LayerNorm"])): words shown
+    options = {id(k.value) for call in ast.walk(tree) if isinstance(call, ast.Call) for k in call.keywords}
+    return {_key(WORD.findall(node.value)) for parent in ast.walk(tree)
+            if isinstance(parent, (ast.Tuple, ast.List)) and id(parent) not in options
+            for node in parent.elts if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+
+
+def english_words(text: str, data: frozenset | set = frozenset()) -> list[str]:
+    """The words of ``text`` that make it English: words the allowlist does not excuse (``data``: the chapter's own
+    data, code_data)."""
     out = []
     whole, parts = _sentences()
     toy, terms = _toy_words(), _terms()
     for run in _runs(text):
         key = _key(m.group() for m in run)
-        if key in whole or (len(key) >= 3 and key in parts):
+        if key in whole or (len(key) >= 3 and key in parts) or key in data:
             continue  # a sentence of the real data (or a piece of one)
         if all(k in toy for k in key):
             continue  # a sentence (or words) of the toy grammar
@@ -144,12 +166,12 @@ def english_words(text: str) -> list[str]:
     return out
 
 
-def is_english(text: str) -> bool:
-    return bool(english_words(text))
+def is_english(text: str, data: frozenset | set = frozenset()) -> bool:
+    return bool(english_words(text, data))
 
 
-def is_english_only(text: str) -> bool:
-    return not HAN.search(text) and is_english(text)
+def is_english_only(text: str, data: frozenset | set = frozenset()) -> bool:
+    return not HAN.search(text) and is_english(text, data)
 
 
 # ---------------------------------------------------------------- reading a page
@@ -160,18 +182,19 @@ class Chapter:
     lines: list[str] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)  # alt texts
     others: list[tuple[str, str]] = field(default_factory=list)  # (kind, text): table cells, controls, tooltips
+    data: set[tuple] = field(default_factory=set)  # the data of the chapter's code (code_data)
 
     @property
     def english_lines(self) -> list[str]:
-        return [ln for ln in self.lines if is_english_only(ln)]
+        return [ln for ln in self.lines if is_english_only(ln, self.data)]
 
     @property
     def english_figures(self) -> list[str]:
-        return [alt for alt in self.figures if is_english(alt)]
+        return [alt for alt in self.figures if is_english(alt, self.data)]
 
     @property
     def english_others(self) -> list[tuple[str, str]]:
-        return [(k, t) for k, t in self.others if is_english(t)]
+        return [(k, t) for k, t in self.others if is_english(t, self.data)]
 
     def row(self) -> dict:
         return {"lines": len(self.lines), "english_lines": len(self.english_lines), "figures": len(self.figures),
@@ -240,6 +263,8 @@ def read_page(path: Path, site: Path | None = None) -> Chapter:
     site = site or path.parent.parent.parent
     soup = BeautifulSoup(path.read_text(encoding="utf-8"), "lxml")
     chapter = Chapter(path.stem)
+    for code in soup.select("div.cell_input pre"):
+        chapter.data |= code_data(code.get_text())
     for a in soup.select("a.headerlink[title]"):
         chapter.others.append(("tooltip", a["title"]))
     for out in soup.select("div.cell_output"):
@@ -268,6 +293,8 @@ def read_notebook(path: Path) -> Chapter:
     chapter = Chapter(path.stem)
     nb = nbformat.read(str(path), as_version=4)
     for cell in nb.cells:
+        if cell.cell_type == "code":
+            chapter.data |= code_data(cell.source)
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
             if out.output_type == "stream":
                 chapter.lines += _text_lines(out.text)
@@ -276,6 +303,8 @@ def read_notebook(path: Path) -> Chapter:
                 chapter.lines += _text_lines(re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(out.traceback)))
                 continue
             data = out.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data:
+                continue  # a live control: the site shows the control, not its text/plain stand-in
             if "text/html" in data:
                 soup = BeautifulSoup(data["text/html"], "lxml")
                 _controls_and_figures(soup, chapter, None)
