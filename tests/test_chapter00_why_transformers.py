@@ -16,6 +16,7 @@ from torch.overrides import TorchFunctionMode
 
 import transformer_lite as tl
 from notebook_code import code_cell
+from transformer_lite.book import N_
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "00_why_transformers.ipynb"
 D = 64
@@ -28,7 +29,7 @@ def _cell(startswith):
 @pytest.fixture(scope="module")
 def teaching():
     """rnn_loop (with its cell and nn.RNN), CountOps, path_length and the two graphs, from the notebook."""
-    ns = {"torch": torch, "nn": nn, "tl": tl, "deque": deque, "TorchFunctionMode": TorchFunctionMode}
+    ns = {"torch": torch, "nn": nn, "tl": tl, "deque": deque, "TorchFunctionMode": TorchFunctionMode, "N_": N_}
     exec(_cell("torch.manual_seed(0)\nD = 64"), ns)
     exec(_cell("class CountOps").split("\nlengths =")[0], ns)
     exec(_cell("def rnn_graph").split("\nfor T in")[0], ns)
