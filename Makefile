@@ -71,7 +71,7 @@ LOCK := $(UV) pip compile --quiet --upgrade --generate-hashes --python-version 3
 	--python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock"
 lock: $(STAMP)
 	$(LOCK) requirements-uv.in -o requirements-uv.lock
-	$(LOCK) $(TORCH_LINKS) requirements.in -o requirements.lock
+	$(LOCK) $(TORCH_LINKS) --override requirements-overrides.txt requirements.in -o requirements.lock
 	$(LOCK) --no-deps requirements-nodeps.in -o requirements-nodeps.lock
 
 $(PKG_STAMP): $(STAMP) pyproject.toml $(PKG_FILES)

@@ -431,3 +431,34 @@ def test_the_chinese_search_language_splits_and_stems_as_sphinxs():
     text = "残差连接让梯度在深层网络中流动：LayerNorm normalizes each token; the GPU runs attention heads at once."
     assert ours.split(text) == sphinxs.split(text)
     assert [ours.stem(w) for w in ours.split(text)] == [sphinxs.stem(w) for w in sphinxs.split(text)]
+
+
+def test_the_lock_leaves_out_what_the_overrides_name_so_importing_nbformat_builds_no_grammar():
+    """requirements-overrides.txt names packages `make lock` keeps out of requirements.lock (uv's --override, with a
+    marker that never holds): rfc3987-syntax, which jsonschema imports at import time and which then builds a Lark
+    grammar, about 2 CPU-seconds in each of the build's notebook runners and every process that imports nbformat."""
+    import subprocess
+    import sys
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    root = Path(bb.ROOT)
+    lines = (root / "requirements-overrides.txt").read_text(encoding="utf-8").splitlines()
+    overrides = [Requirement(line) for line in lines if line.strip() and not line.startswith("#")]
+    locked = {canonicalize_name(name) for name in
+              re.findall(r"^([A-Za-z0-9_.\-]+)==", (root / "requirements.lock").read_text(encoding="utf-8"), re.M)}
+    assert [canonicalize_name(r.name) for r in overrides] == ["rfc3987-syntax"]
+    for r in overrides:
+        assert r.marker is not None and not r.marker.evaluate(), f"{r}: an override that leaves a package out"
+        assert canonicalize_name(r.name) not in locked, f"{r.name} is in requirements.lock: run make lock"
+    assert "--override requirements-overrides.txt requirements.in -o requirements.lock" in \
+        (root / "Makefile").read_text(encoding="utf-8")
+    probe = ("import importlib.util, sys; installed = importlib.util.find_spec('rfc3987_syntax') is not None; "
+             "import nbformat, nbclient; print(installed, 'rfc3987_syntax' in sys.modules)")
+    installed, imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                         check=True).stdout.split()
+    if installed == "True":  # a venv made from an older lock (uv pip install adds, it never removes)
+        pytest.skip("rfc3987-syntax is installed from an older requirements.lock: "
+                    ".venv/bin/uv pip uninstall --python .venv/bin/python rfc3987-syntax lark")
+    assert imported == "False"
