@@ -43,14 +43,14 @@ WORD = re.compile(r"(?<![\w])[A-Za-z][A-Za-z]*(?:['’-][A-Za-z]+)*(?![\w])")
 NAMES = frozenset("""
 Transformer Transformers Annotated fairseq BERT GPT GRU LSTM RNN RNNs CNN ViT ONNX PyTorch torch python Python
 numpy NumPy T5 Llama Qwen Mistral GNMT BLEU chrF RMS IBM HSK Colab Jupyter JupyterLab bertviz Hugging Face
-CPU GPU cpu cuda gpu mps MKL Adam AdamW SGD GELU ReLU SwiGLU RoPE RMSNorm LayerNorm BatchNorm softmax logits
+CPU GPU cpu cuda gpu mps MKL Xavier Adam AdamW SGD GELU ReLU SwiGLU RoPE RMSNorm LayerNorm BatchNorm softmax logits
 KV GQA MQA FFN MLP PE LN BN Pre-LN Post-LN NaN nan inf Inf
 """.split())
 # units and unit-like abbreviations (SI prefixes, bytes, time, rates)
 UNITS = frozenset("ms µs us ns KB MB GB KiB MiB GiB TiB Hz FLOPs FLOP TFLOPs GFLOPs".split())
 # Python's constants and repr words, and the names of Greek letters that code writes for symbols (mu, sigma, eps)
 PY = frozenset("True False None tensor dtype device grad_fn requires_grad lr alpha beta gamma lambda mu sigma eps "
-               "epsilon theta log ln exp sqrt sin cos argmax softmax".split())
+               "epsilon theta pos log ln exp sqrt sin cos argmax softmax".split())
 
 
 @functools.cache
@@ -62,8 +62,7 @@ def _terms() -> frozenset:
     words = set()
     for forms in (data.get("aliases") or {}).values():
         for form in forms:
-            if not HAN.search(form):
-                words.update(WORD.findall(form))
+            words.update(WORD.findall(form))  # the Latin of 注意力 and of "[class] 词元" alike
     return frozenset(words)
 
 
@@ -105,6 +104,10 @@ def _is_code(text: str, m: re.Match) -> bool:
         return True  # module.attr, call(, index[, `code`, ∂loss
     if re.match(r"\s*=(?!=)", text[b:]):
         return True  # keyword=, name = value: a parameter's name
+    if re.search(r"\w\($", text[:a]):
+        return True  # an argument: embed(ids), PE(pos, j)
+    if text.count("“", 0, a) > text.count("”", 0, a):
+        return True  # quoted inside Chinese: “Thinking Machines”, “it”
     if re.search(r"[a-z][A-Z]", word) and word not in NAMES:
         return True  # camelCase / CamelCase with an inner capital: a class or function name
     # inside backticks, or inside a quoted Python string (a repr of data: ['the', 'cat'], 'The cat sat.')
