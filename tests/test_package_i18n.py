@@ -581,3 +581,36 @@ def test_reading_errors_follow_the_language(shipped):
     set_language("en")
     with pytest.raises(ValueError, match="text holds no words"):
         read_english("", data.src_vocab, 10)
+
+
+def test_a_chinese_label_with_math_in_it_draws_every_character(caplog):
+    """mathtext sets the text around the math in the first font of font.family alone: in Chinese that is the CJK
+    font, so no character of "从 $x_0$ 到 $h_5$ 的路径" becomes an empty box (matplotlib logs each one it replaces);
+    in English DejaVu Sans stays first, as before."""
+    import logging
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from transformer_lite.book import plotting
+
+    try:
+        for lang, first in (("zh", plotting._cjk_font()), ("en", "DejaVu Sans")):
+            set_language(lang)
+            plotting.use_book_style()
+            assert matplotlib.rcParams["font.family"][0] == first
+            fig, ax = plt.subplots()
+            ax.set_title("从 $x_0$ 到 $h_{5}$ 的路径：6 个箭头" if lang == "zh" else "from $x_0$ to $h_{5}$: 6 arrows")
+            with caplog.at_level(logging.WARNING, logger="matplotlib"):
+                fig.canvas.draw()
+            plt.close(fig)
+            assert [r.getMessage() for r in caplog.records if "does not have a glyph" in r.getMessage()] == []
+        set_language("zh")
+        with matplotlib.rc_context({"font.family": ["DejaVu Sans"]}):  # a kernel that styled its figures in English
+            plotting._chinese_ready()
+            assert matplotlib.rcParams["font.family"] == [plotting._cjk_font(), "DejaVu Sans"]
+    finally:
+        set_language("en")
+        plotting.use_book_style()

@@ -49,7 +49,7 @@ def use_book_style() -> None:
     })
     cjk = _cjk_font()
     if cjk is not None:  # Chinese tokens (the translator's target language) in labels
-        mpl.rcParams["font.family"] = ["DejaVu Sans", cjk]
+        mpl.rcParams["font.family"] = _families(cjk)
         # The CJK font has one weight; bold labels fall back to it, which matplotlib would log every time.
         import logging
 
@@ -148,16 +148,27 @@ def _show_figures_with_alt_text() -> None:
 
 
 def _chinese_ready() -> None:
-    """In Chinese (:mod:`.i18n`), make sure the CJK font is a fallback even when ``use_book_style`` was not called
-    (``setup`` calls it): the labels would otherwise be drawn as empty boxes."""
+    """In Chinese (:mod:`.i18n`), make sure the CJK font comes first even when ``use_book_style`` was not called
+    (``setup`` calls it) or was called in English: the labels would otherwise be drawn as empty boxes."""
     from .i18n import language
 
     if language() != "zh":
         return
     cjk = _cjk_font()
-    family = list(mpl.rcParams["font.family"])
-    if cjk is not None and cjk not in family:
-        mpl.rcParams["font.family"] = family + [cjk]
+    if cjk is not None and list(mpl.rcParams["font.family"])[:1] != [cjk]:
+        mpl.rcParams["font.family"] = _families(cjk, list(mpl.rcParams["font.family"]))
+
+
+def _families(cjk: str, others: list[str] | None = None) -> list[str]:
+    """The fonts a label is drawn with, in order: in English DejaVu Sans, then the CJK font for the translator's
+    Chinese tokens; in Chinese the CJK font first. A label that mixes text with math (``"从 $x_0$ 到 $h_5$"``) is
+    drawn by mathtext, which sets its text in the first font alone, with no fallback: DejaVu Sans first would draw
+    every Chinese character of it as an empty box. (Other labels fall back glyph by glyph, so DejaVu Sans still
+    draws what the CJK font lacks.)"""
+    from .i18n import language
+
+    others = [f for f in (others or ["DejaVu Sans"]) if f != cjk]
+    return [cjk, *others] if language() == "zh" else [*others, cjk]
 
 
 def _cjk_font() -> str | None:
