@@ -243,15 +243,15 @@ def _controls_and_figures(node, chapter: Chapter, site: Path | None) -> None:
     """An output's figures (alt texts, an explorer's frames), table cells and controls, into ``chapter``."""
     for img in node.find_all("img"):
         chapter.figures.append(html.unescape(img.get("alt", "")))
-    for holder in node.select("script.tl-data"):
+    for holder in node.find_all("script", class_="tl-data"):
         for frame in _frames(site, holder):
             for alt in re.findall(r'<img\b[^>]*\balt="([^"]*)"', frame):
                 chapter.figures.append(html.unescape(alt))
-    for cell in node.select("td, th"):
+    for cell in node.find_all(["td", "th"]):
         chapter.others.append(("table cell", cell.get_text(" ", strip=True)))
-    for control in node.select("option, button"):
+    for control in node.find_all(["option", "button"]):
         chapter.others.append((control.name, control.get_text(" ", strip=True)))
-    for label in node.select("label"):
+    for label in node.find_all("label"):
         chapter.others.append(("label", "".join(label.find_all(string=True, recursive=False)).strip()))
 
 
@@ -264,13 +264,16 @@ def read_page(path: Path, site: Path | None = None) -> Chapter:
     from bs4 import BeautifulSoup
 
     site = site or path.parent.parent.parent
-    soup = BeautifulSoup(path.read_text(encoding="utf-8"), "lxml")
+    # the site folds solutions into <template class="tl-lazy"> (laid out on demand); a template's content is not part
+    # of the document for CSS selectors or for BeautifulSoup's get_text, so it is read as the <div> it becomes
+    text = re.sub(r"<template\b", "<div", path.read_text(encoding="utf-8")).replace("</template>", "</div>")
+    soup = BeautifulSoup(text, "lxml")
     chapter = Chapter(path.stem)
-    for code in soup.select("div.cell_input pre"):
-        chapter.data |= code_data(code.get_text())
+    for cell in soup.find_all("div", class_="cell_input"):
+        chapter.data |= code_data(cell.find("pre").get_text() if cell.find("pre") else "")
     for a in soup.select("a.headerlink[title]"):
         chapter.others.append(("tooltip", a["title"]))
-    for out in soup.select("div.cell_output"):
+    for out in soup.find_all("div", class_="cell_output"):
         if out.find_parent("div", class_="cell_output"):
             continue
         _controls_and_figures(out, chapter, site)
