@@ -187,19 +187,10 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
             ids[old] = new
         id_maps[doc] = ids
 
+    site = published()["site"].rstrip("/") + "/" + (f"{EDITIONS[edition]}/" if EDITIONS[edition] else "")
+
     def target(doc: str, href: str) -> str | None:
-        """An in-document href for a link of page ``doc``, or None when it points outside the book's pages."""
-        if re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I):
-            return href  # http(s), mailto: kept as they are
-        base = f"/{doc}.html"
-        url = urlsplit(urljoin(base, href))
-        path = posixpath.normpath(url.path).lstrip("/")
-        other = path[:-5] if path.endswith(".html") else None
-        if other not in anchor_of:
-            return None
-        if url.fragment:
-            return "#" + id_maps[other].get(url.fragment, url.fragment)
-        return "#" + anchor_of[other]
+        return printed_href(doc, href, anchor_of, id_maps, site)
 
     for caption, ds in parts():
         if caption:
@@ -281,6 +272,26 @@ def joined_document(edition: str, html_root: Path) -> tuple[str, list[str]]:
                 f'<script>{WAIT_FOR_REQUIRE}</script></head>'
                 f'<body><div class="bd-page-width">{cover}{contents}{"".join(chapters)}</div></body></html>')
     return doc_html, titles
+
+
+def printed_href(doc: str, href: str, anchor_of: dict[str, str], id_maps: dict[str, dict[str, str]],
+                 site: str) -> str | None:
+    """Where a link of page ``doc`` points in the printed book: an in-document ``#id`` for a page of the book, the
+    published page for a link that carries a query (a sentence and a step for the explainer's view, which runs only in
+    a browser: in the PDF the view is a note, and its chapter would lose both), the href itself for http(s) and
+    mailto, None for anything else. ``site``: the edition's published address, ending in "/"."""
+    if re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I):
+        return href  # http(s), mailto: kept as they are
+    url = urlsplit(urljoin(f"/{doc}.html", href))
+    path = posixpath.normpath(url.path).lstrip("/")
+    other = path[:-5] if path.endswith(".html") else None
+    if other not in anchor_of:
+        return None
+    if url.query:
+        return site + path + "?" + url.query + ("#" + url.fragment if url.fragment else "")
+    if url.fragment:
+        return "#" + id_maps[other].get(url.fragment, url.fragment)
+    return "#" + anchor_of[other]
 
 
 def book_title(edition: str) -> str:

@@ -173,3 +173,23 @@ def test_the_pages_link_the_pdf_only_when_it_exists(tmp_path):
         button = context["header_buttons"][2]
         assert button["text"] == "PDF" and button["url"] == f"../pdf/{made.name}", context["header_buttons"]
         assert (out / "pdf" / made.name).read_bytes() == made.read_bytes()
+
+
+def test_a_link_with_a_query_leads_to_the_published_page_and_the_others_stay_in_the_document():
+    """The chapters link to the explainer's view with their own sentence and step (?s=…&step=…). The view runs only
+    in a browser, so in the PDF such a link opens the published page with both, where an in-book link would land on a
+    note and lose them; links between pages stay in the document, http(s) stays as it is."""
+    from bookbuild.build_pdf import printed_href
+
+    anchor_of = {"notebooks/03_self_attention": "p3", "book/explainer": "p20"}
+    id_maps = {"notebooks/03_self_attention": {"scores": "p3-scores"}, "book/explainer": {}}
+    site = "https://example.github.io/book/zh/"
+    link = "../book/explainer.html?s=The+animal+didn%27t+cross.&step=enc1-qkv&model=real"
+    assert printed_href("notebooks/03_self_attention", link, anchor_of, id_maps, site) == \
+        "https://example.github.io/book/zh/book/explainer.html?s=The+animal+didn%27t+cross.&step=enc1-qkv&model=real"
+    assert printed_href("book/explainer", "../notebooks/03_self_attention.html#scores", anchor_of, id_maps, site) \
+        == "#p3-scores"
+    assert printed_href("notebooks/03_self_attention", "../book/explainer.html", anchor_of, id_maps, site) == "#p20"
+    assert printed_href("book/explainer", "https://arxiv.org/abs/1706.03762", anchor_of, id_maps, site) == \
+        "https://arxiv.org/abs/1706.03762"
+    assert printed_href("book/explainer", "../_static/x.js", anchor_of, id_maps, site) is None
