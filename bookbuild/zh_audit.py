@@ -39,12 +39,13 @@ HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # an English word: two letters or more (single letters are symbols: x, B, T, H), with an inner apostrophe or hyphen
 WORD = re.compile(r"(?<![\w])[A-Za-z][A-Za-z]*(?:['’-][A-Za-z]+)*(?![\w])")
 
-# names of models, libraries, metrics, hardware and tools, kept in English in Chinese texts (STYLE.md 1: 保留英文的)
+# names of models, libraries, metrics, hardware and tools, kept in English in Chinese texts (STYLE.md 1: 保留英文的),
+# and of the methods the glossary names in Latin in its Chinese column (字节对编码（BPE）, top-k 采样, top-p 采样)
 NAMES = frozenset("""
 Transformer Transformers Annotated fairseq BERT GPT GRU LSTM RNN RNNs CNN ViT ONNX PyTorch torch python Python
 numpy NumPy T5 Llama Qwen Mistral GNMT BLEU chrF RMS IBM HSK Colab Jupyter JupyterLab bertviz Hugging Face
 CPU GPU cpu cuda gpu mps MKL Xavier Adam AdamW SGD GELU ReLU SwiGLU RoPE RMSNorm LayerNorm BatchNorm softmax logits
-KV GQA MQA FFN MLP PE LN BN Pre-LN Post-LN NaN nan inf Inf
+KV GQA MQA FFN MLP PE LN BN Pre-LN Post-LN NaN nan inf Inf BPE top-k top-p
 """.split())
 # units and unit-like abbreviations (SI prefixes, bytes, time, rates)
 UNITS = frozenset("ms µs us ns KB MB GB KiB MiB GiB TiB Hz FLOPs FLOP TFLOPs GFLOPs".split())

@@ -456,39 +456,40 @@ def test_the_themes_words_on_the_chinese_pages_are_chinese():
 
 # ---------------------------------------------------------------- what is still English (bookbuild/zh_audit.py)
 
-# The goal on every Chinese chapter page: English-only output lines under 2 % of its output lines, and no figure with
-# an English word (code names, model names and data aside: zh_audit's allowlist). Chapters that reach it are listed in
-# CHINESE and held to it. The others are held to a ceiling, a ratchet: their counts of English-only output lines,
-# figures with English words and other English texts (table cells, controls, headings' tooltips) as measured, so a
-# new English line fails. The ceilings were measured with `python -m bookbuild.zh_audit _build/html` on the site
-# built at 12:55 UTC on 2026-11-29, before most chapters' printed lines were marked N_: the next build is far below
-# them (the chapters executed in Chinese at this commit, `python -m bookbuild.zh_audit OUT/*.ipynb` after
-# `python -m bookbuild.run_notebooks notebooks/zh/X.ipynb --static --save OUT`, count 0 to 3 English-only lines in
-# chapters 4, 5, 9-15, and 36 in chapter 0: matplotlib's warnings about the Chinese in its mathtext titles).
-# Chapters 13 and 13b had no outputs on that site; executed, they have no English text, hence (0, 0, 0).
+# The goal on the Chinese chapter pages together: English-only output lines under 2 % of all their output lines, and no
+# figure with an English word (code names, model names and data aside: zh_audit's allowlist). Each chapter that meets
+# it alone is listed in CHINESE and held to it. The others are held to a ceiling, a ratchet: their counts of
+# English-only output lines, figures with English words and other English texts (table cells, controls, headings'
+# tooltips) as measured, so a new English line fails. Measured with `python -m bookbuild.zh_audit <site>` on the site
+# built from a clean clone at 1db8f20 (2026-11-29): 22 English-only lines of 2016 (1.1 %), 0 of 337 figures, 0 of 912
+# other texts; on the site built at 12:55 that day, before most chapters' printed lines were marked N_, 902 of 1744
+# (51.7 %) and 126 of 291. What the two chapters above 2 % still print in English: chapter 3 its hand-made lexicon's
+# feature names and the "Thinking Machines" matrices, which its code indexes by those words; chapter 5 PyTorch's own
+# assert_close message, quoted as the cell's point.
 # Lower a ceiling when a chapter gets better (`python -m bookbuild.zh_audit --ceilings` prints them); never raise it.
-CHINESE: set[str] = set()
+GOAL = 0.02  # English-only output lines, as a share of all output lines
 CEILING = {  # chapter: (English-only output lines, figures with English words, other English texts)
-    "00_why_transformers": (59, 1, 0),
-    "01_tokens_and_embeddings": (38, 15, 5),
-    "02_positional_encoding": (44, 13, 4),
-    "03_self_attention": (61, 13, 3),
-    "04_multi_head_attention": (60, 3, 1),
-    "05_add_norm_ffn": (51, 11, 4),
-    "06_batchnorm_vs_layernorm": (41, 2, 1),
-    "07_masking": (64, 13, 6),
-    "08_encoder": (43, 0, 2),
-    "09_decoder": (33, 6, 5),
-    "10_training": (80, 2, 0),
-    "11_pre_ln_vs_post_ln": (53, 1, 1),
-    "12_inference": (52, 16, 3),
-    "13_capstone_translator": (0, 0, 0),
-    "13b_real_sentences": (0, 0, 0),
-    "14_bert_and_gpt": (41, 19, 5),
-    "15_since_2017": (53, 1, 1),
-    "appendix_a_vision": (58, 10, 6),
-    "appendix_c_pitfalls": (71, 0, 0),
+    "00_why_transformers": (0, 0, 0),
+    "01_tokens_and_embeddings": (0, 0, 0),
+    "02_positional_encoding": (1, 0, 0),
+    "03_self_attention": (13, 0, 0),
+    "04_multi_head_attention": (0, 0, 0),
+    "05_add_norm_ffn": (3, 0, 0),
+    "06_batchnorm_vs_layernorm": (0, 0, 0),
+    "07_masking": (1, 0, 0),
+    "08_encoder": (0, 0, 0),
+    "09_decoder": (1, 0, 0),
+    "10_training": (0, 0, 0),
+    "11_pre_ln_vs_post_ln": (0, 0, 0),
+    "12_inference": (1, 0, 0),
+    "13_capstone_translator": (1, 0, 0),
+    "13b_real_sentences": (1, 0, 0),
+    "14_bert_and_gpt": (0, 0, 0),
+    "15_since_2017": (0, 0, 0),
+    "appendix_a_vision": (0, 0, 0),
+    "appendix_c_pitfalls": (0, 0, 0),
 }
+CHINESE = set(CEILING) - {"03_self_attention", "05_add_norm_ffn"}
 
 
 def test_the_allowlist_excuses_code_data_units_and_names_but_not_english():
@@ -535,8 +536,14 @@ def test_the_chinese_chapters_print_and_draw_in_chinese(built):
     for name, ch in result.items():
         lines, figures, others = len(ch.english_lines), len(ch.english_figures), len(ch.english_others)
         if name in CHINESE:
-            if lines >= 0.02 * len(ch.lines) or figures:
+            if lines >= GOAL * len(ch.lines) or figures:
                 over.append(f"{name}: {lines} English-only lines of {len(ch.lines)}, {figures} figures")
         elif any(a > b for a, b in zip((lines, figures, others), CEILING[name])):
             over.append(f"{name}: {(lines, figures, others)} > ceiling {CEILING[name]}")
     assert not over, "\n".join(over) + "\n\n" + table([result[n.split(':')[0]] for n in over])
+    lines = sum(len(ch.lines) for ch in result.values())
+    english = sum(len(ch.english_lines) for ch in result.values())
+    figures = sum(len(ch.english_figures) for ch in result.values())
+    assert english < GOAL * lines and figures == 0, \
+        f"{english} English-only output lines of {lines}, {figures} figures with English words:\n" + \
+        table(list(result.values()))
