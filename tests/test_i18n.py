@@ -591,7 +591,7 @@ def test_chapter_0_prints_its_marked_lines_in_chinese():
     assert len(marked) >= 15
     for msgid, zh in marked:
         assert msgid not in zh, msgid
-    assert any('print(N_("RNN 中改变了的输出：")' in zh for _, zh in cells)
+    assert any('print(N_("RNN 层输出改变了的位置：")' in zh for _, zh in cells)
     assert any('print(f"{T:>5}" + "".join(' in zh for _, zh in cells)  # an unmarked print: the English's
 
 
