@@ -79,7 +79,7 @@ def browser():
     """The one Chromium of this test process (tests/chromium.py), for the site, the translator and JupyterLab."""
     from chromium import ARGS, CHROMIUM, need
 
-    need(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+    need(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM} (apt-get install chromium-headless-shell)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

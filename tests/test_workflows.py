@@ -315,7 +315,7 @@ def test_the_node24_check_refuses_node20_majors_and_unknown_actions():
 
 def test_every_job_that_runs_make_test_installs_and_sets_what_ci_does():
     ci_targets, ci_packages, exported = _ci_run()
-    assert {"chromium", "fonts-noto-cjk"} <= ci_packages and "test" in ci_targets
+    assert {"chromium", "chromium-headless-shell", "fonts-noto-cjk"} <= ci_packages and "test" in ci_targets
     jobs = _jobs_running("test")
     assert {"build", "upgrade"} <= set(jobs), sorted(jobs)
     for name, job in jobs.items():
