@@ -40,8 +40,9 @@ Steps:
    docstring lists each change). Then the checks fail the build if something did not take: no page > 2 MB, the site
    < 80 MB (two editions), no reference to another host left in a src/href that the browser would load, no
    ipywidgets output, the configured colour mode on every page.
-6. The Chinese edition (bookbuild/i18n.py) is built into ``_build/html/zh/``, by a Sphinx process that runs beside step
-   4's (each uses one core), from its own execution: the Chinese
+6. The Chinese edition (bookbuild/i18n.py) is built into ``_build/html/zh/``, by a Sphinx process (one core) that starts
+   as soon as the Chinese chapters have all run (they run a little ahead of the English ones, ``AHEAD_SECONDS``),
+   beside the last English chapters and then beside step 4's, from its own execution: the Chinese
    notebooks (notebooks/zh/: Chinese comments and figure strings, ``setup(language="zh")``) are executed in
    step 3, with ``TRANSFORMER_LITE_LANGUAGE=zh`` too, into their own cache (``_build/.jupyter_cache_zh``), so the
    checks' feedback, the figures (and their alt text) and the controls are Chinese. Each chapter page is built from
@@ -65,7 +66,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import yaml  # PyYAML (requirements.in)
@@ -82,6 +83,13 @@ CACHE = ROOT / "_build" / ".jupyter_cache"  # Jupyter Book 1's execution cache o
 CACHE_ZH = ROOT / "_build" / ".jupyter_cache_zh"  # the Chinese notebooks' (notebooks/zh/), executed in Chinese
 ZH_PAGES = ROOT / "_build" / ".zh-notebooks"  # what the Chinese site's chapters are built from (zh_site_notebooks)
 JOBS = 2  # chapters executed at once: each trains on one thread (runtime.num_threads(1)), the machines have 2 cores
+# How much earlier the Chinese chapters start than as long English ones (execute_editions' ahead), in
+# benchmarks/notebooks.json's seconds (a chapter alone; in the build, two at a time beside the export, about twice
+# that): the Chinese Sphinx pass, which starts once they have all run, takes about 25 s longer than the English one (it
+# parses every translated paragraph again), so it starts while the last English chapters still run, instead of
+# finishing alone on one core while the other idles. 1.5 puts the six shortest English chapters (5.7-6.9 s there, about
+# 40 s of the build's two slots) after every Chinese one.
+AHEAD_SECONDS = 1.5
 
 # (source in node_modules, destination under _assets/tl)
 COPIES = [
@@ -181,11 +189,17 @@ def execute_into_cache(notebooks: list[Path], jobs: int = JOBS, timeout: int = 3
     return execute_editions([(notebooks, cache_dir, extra_env or {})], jobs=jobs, timeout=timeout)
 
 
-def execute_editions(editions: list[tuple[list[Path], Path, dict]], jobs: int = JOBS, timeout: int = 300) -> list[str]:
+def execute_editions(editions: list[tuple[list[Path], Path, dict]], jobs: int = JOBS, timeout: int = 300,
+                     ahead: int | None = None, when_done: dict | None = None) -> list[str]:
     """Execute, for each ``(notebooks, cache_dir, extra_env)``, the notebooks its execution cache lacks, and cache them
     as Jupyter Book would. All editions share one pool of ``jobs`` kernels, the longest chapters first
     (:func:`expected_seconds`): the two cores stay busy until the last chapter ends, instead of idling at the end of
-    each edition's pass. Returns the problems (a chapter that raised)."""
+    each edition's pass. Returns the problems (a chapter that raised).
+
+    ``ahead``: the index of an edition whose chapters start :data:`AHEAD_SECONDS` earlier than as long a chapter of
+    another edition would, so that it is all executed a few chapters before the others are. ``when_done``: ``{index:
+    callable}``, each called (with no argument, in this thread) as soon as every chapter of that edition has run and
+    been cached; main starts the Chinese edition's Sphinx pass so while the last English chapters still run."""
     import nbformat
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
@@ -210,7 +224,10 @@ def execute_editions(editions: list[tuple[list[Path], Path, dict]], jobs: int = 
         tasks += [(path, cache, env, out / str(i)) for path in todo]
     if not tasks:
         return []
-    tasks.sort(key=lambda t: -expected_seconds(t[0]))
+    edition_of = {str(saved): int(saved.name) for *_, saved in tasks}
+    order = execution_order([(path, edition_of[str(saved)]) for path, *_, saved in tasks], ahead)
+    tasks.sort(key=lambda t: order.index((t[0], edition_of[str(t[3])])))
+    left = {i: sum(1 for *_, saved in tasks if edition_of[str(saved)] == i) for i in set(edition_of.values())}
     log(f"executing {len(tasks)} notebook(s), {jobs} at a time, the longest first, each in a new empty folder")
     t0 = time.time()
 
@@ -227,10 +244,14 @@ def execute_editions(editions: list[tuple[list[Path], Path, dict]], jobs: int = 
 
     problems = []
     with ThreadPoolExecutor(jobs) as pool:
-        for (path, cache, _, saved), r in zip(tasks, pool.map(run, tasks)):
+        running = {pool.submit(run, task): task for task in tasks}
+        for future in as_completed(running):
+            (path, cache, _, saved), r = running[future], future.result()
+            left[edition_of[str(saved)]] -= 1
             if not r["ok"]:  # Jupyter Book executes it again and reports the error its usual way
                 e = r["error"]
                 problems.append(f"{path.relative_to(ROOT)} failed in cell {e['cell']}: {e['name']}: {e['value'][:300]}")
+                _edition_done(left, edition_of[str(saved)], when_done)
                 continue
             executed, source = (nbformat.read(str(f), as_version=4) for f in (saved / path.name, path))
             # the cache keys on the code, the cells' metadata and the kernelspec: the runner wrote its kernel's
@@ -244,6 +265,7 @@ def execute_editions(editions: list[tuple[list[Path], Path, dict]], jobs: int = 
                                         check_validity=False, overwrite=True)
             cache.match_cache_notebook(source)  # a KeyError here: Jupyter Book would run it again
             log(f"  {path.relative_to(ROOT)}: {r['seconds']:.1f} s")
+            _edition_done(left, edition_of[str(saved)], when_done)
     shutil.rmtree(out, ignore_errors=True)
     failed = {path for path, *_ in tasks} & {ROOT / p.split(" failed in cell")[0] for p in problems}
     for log_dir in {task[2]["TRANSFORMER_LITE_IMPORT_LOG"] for task in tasks}:
@@ -254,6 +276,23 @@ def execute_editions(editions: list[tuple[list[Path], Path, dict]], jobs: int = 
                             f"(bookbuild/kernel_startup.py; {log_dir})")
     log(f"executed {len(tasks) - len(failed)} of {len(tasks)} notebook(s) in {time.time() - t0:.0f} s")
     return problems
+
+
+def execution_order(chapters: list[tuple[Path, int]], ahead: int | None = None, times: Path | None = None) -> list:
+    """``chapters`` (each a notebook and its edition's index) in the order execute_editions starts them: the longest
+    first (:func:`expected_seconds`), the chapters of the edition ``ahead`` as if :data:`AHEAD_SECONDS` longer."""
+    def expected(chapter):
+        path, edition = chapter
+        seconds = expected_seconds(path) if times is None else expected_seconds(path, times)
+        return seconds + (AHEAD_SECONDS if edition == ahead else 0.0)
+
+    return sorted(chapters, key=expected, reverse=True)
+
+
+def _edition_done(left: dict, edition: int, when_done: dict | None) -> None:
+    """Call ``when_done[edition]`` once no chapter of that edition is left to run (execute_editions)."""
+    if left[edition] == 0 and when_done and edition in when_done:
+        when_done[edition]()
 
 
 def installed_package_used(log_dir: Path | None = None) -> list[str]:
@@ -609,24 +648,34 @@ def main(argv=None) -> int:
     english = [ROOT / f"{d}.ipynb" for d in toc_entries(ROOT / "_toc.yml") if (ROOT / f"{d}.ipynb").exists()]
     chinese, zh_problems = chinese_notebooks() if not args.existing_only else ([], [])
     # What runs on one core runs beside something else, so that the other core does not idle: the translators'
-    # export (about 30 s when its cache is cold) beside the chapters' execution, and the two editions' Sphinx builds
-    # (each one process) beside each other. The export runs in a process of its own, so that its Python-heavy tracing
-    # does not take this process's interpreter lock from the threads that start the kernels and cache their chapters.
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as beside:
-        assets = beside.submit(assemble_assets)
-        # both editions' chapters in one pool
-        executed = execute_editions([(english, CACHE, {}), (chinese, CACHE_ZH, ZH_ENV)])
-        assets.result()
-    zh_problems += [p for p in executed if p.startswith("notebooks/zh/")]
-    problems = [p for p in executed if not p.startswith("notebooks/zh/")]
+    # export (70-110 s on these machines) beside the chapters' execution, and the two editions' Sphinx builds (each one
+    # process) beside each other and beside the last chapters: the Chinese chapters run a little ahead of the English
+    # ones (AHEAD_SECONDS), and the Chinese edition's Sphinx pass, the longer one, starts as soon as they have all run.
+    # The export runs in a process of its own, so that its Python-heavy tracing does not take this process's
+    # interpreter lock from the threads that start the kernels and cache their chapters.
     html_dir = ROOT / "_build" / "html"
-    with ThreadPoolExecutor(1) as beside:
-        zh_built = beside.submit(chinese_edition, html_dir) if not args.existing_only else None
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as beside, \
+            ThreadPoolExecutor(1) as sphinx_zh:
+        assets = beside.submit(assemble_assets)
+        zh_built = []  # the Chinese edition's Sphinx pass, once its chapters have run (and the site's assets are made)
+
+        def start_zh():
+            if not args.existing_only:
+                zh_built.append(sphinx_zh.submit(_after, assets, chinese_edition, html_dir))
+
+        # both editions' chapters in one pool
+        executed = execute_editions([(english, CACHE, {}), (chinese, CACHE_ZH, ZH_ENV)], ahead=1,
+                                    when_done={1: start_zh})
+        assets.result()
+        if not zh_built:  # nothing of the Chinese edition's was left to run
+            start_zh()
+        zh_problems += [p for p in executed if p.startswith("notebooks/zh/")]
+        problems = [p for p in executed if not p.startswith("notebooks/zh/")]
         # --existing-only: links to the missing chapters are expected; every other warning still fails
         t_sphinx = time.time()
         proc = jupyter_book(ROOT, toc=toc, strict=not args.existing_only)
         log(f"English edition built in {time.time() - t_sphinx:.0f} s")
-        zh_problems += zh_built.result() if zh_built else []
+        zh_problems += zh_built[0].result() if zh_built else []
     sys.stdout.write(proc.stdout[-20000:])
     sys.stderr.write(proc.stderr[-20000:])
     problems += installed_package_used()
@@ -644,6 +693,12 @@ def main(argv=None) -> int:
             problems += slim_site(html_dir)
         problems += check_site(html_dir)
     return finish(problems, t0)
+
+
+def _after(first, then, *args):
+    """``then(*args)`` once the future ``first`` has its result (raising its exception, if it raised)."""
+    first.result()
+    return then(*args)
 
 
 def finish(problems: list[str], t0: float, log=log) -> int:

@@ -347,6 +347,29 @@ def test_the_build_fails_if_a_kernel_imported_the_package_from_the_checkout(tmp_
     assert "from the checkout" in problem and "102" in problem
 
 
+def test_the_chapters_start_longest_first_and_the_chinese_ones_a_little_ahead():
+    """Both editions' chapters share the build's two kernels, the longest first; the Chinese ones run a little ahead,
+    so that the Chinese Sphinx pass (the longer one, which starts once they have all run) starts while the last English
+    chapters still run."""
+    english = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    chinese = sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
+    chapters = [(p, 0) for p in english] + [(p, 1) for p in chinese]
+    plain, ahead = bb.execution_order(chapters), bb.execution_order(chapters, ahead=1)
+    assert sorted(map(str, plain)) == sorted(map(str, ahead)) == sorted(map(str, chapters))
+    for order in (plain, ahead):
+        for edition in (0, 1):  # within an edition, the longest first
+            seconds = [bb.expected_seconds(p) for p, e in order if e == edition]
+            assert seconds == sorted(seconds, reverse=True)
+    # without ahead, each English chapter starts no later than its Chinese twin; with it, after it
+    assert all(plain.index((p, 0)) < plain.index((ROOT / "notebooks" / "zh" / p.name, 1)) for p in english)
+    assert all(ahead.index((p, 0)) > ahead.index((ROOT / "notebooks" / "zh" / p.name, 1)) for p in english)
+    # a few English chapters, and only those, run after the last Chinese one: the Sphinx pass starts that early
+    last_chinese = max(i for i, (_, e) in enumerate(ahead) if e == 1)
+    after = ahead[last_chinese + 1:]
+    assert all(e == 0 for _, e in after) and 3 <= len(after) <= 8, [p.stem for p, _ in after]
+    assert ahead[0][1] == 1 and bb.expected_seconds(ahead[0][0]) == max(bb.expected_seconds(p) for p in english)
+
+
 def test_the_kernels_record_where_they_import_the_package_from(tmp_path):
     env = {**bb.build_env(tmp_path / "ipython"), "TRANSFORMER_LITE_IMPORT_LOG": str(tmp_path / "imports")}
     _run_cells(["x = 1", "import transformer_lite", "y = 2"], env, tmp_path)
