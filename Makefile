@@ -43,7 +43,10 @@ PKG_FILES := $(shell find transformer_lite -type f \( -name '*.py' -o -name '*.p
 
 .PHONY: install lock release repository book pdf test check test-package bench translator capstone grammar-lab since2017 real-translator real-baselines clean
 
-install: $(PKG_STAMP) node_modules/.installed
+# The Python packages and npm's at once: npm ci waits mostly on files while uv compiles (a fresh clone's make test
+# starts here).
+install:
+	$(MAKE) --no-print-directory -j2 $(PKG_STAMP) node_modules/.installed
 
 # The toolchain comes from the lock files, every package at an exact version with its hashes (the installer refuses
 # any other file). pip installs the installer, uv (requirements-uv.lock), and uv installs the rest: the same files,
