@@ -87,9 +87,11 @@ JOBS = 2  # chapters executed at once: each trains on one thread (runtime.num_th
 # benchmarks/notebooks.json's seconds (a chapter alone; in the build, two at a time beside the export, about twice
 # that): the Chinese Sphinx pass, which starts once they have all run, takes about 25 s longer than the English one (it
 # parses every translated paragraph again), so it starts while the last English chapters still run, instead of
-# finishing alone on one core while the other idles. 1.5 puts the six shortest English chapters (5.7-6.9 s there, about
-# 40 s of the build's two slots) after every Chinese one.
-AHEAD_SECONDS = 1.5
+# finishing alone on one core while the other idles. 1.0 puts the four shortest English chapters (5.7-6.3 s there, about
+# 30 s of the build's two slots) after every Chinese one: the Chinese pass, on two thirds of a core meanwhile, has then
+# about as much left as the English pass takes, and the two end together. (1.5, six chapters, started it so early that
+# the English pass ended alone: 15 s with one core idle.)
+AHEAD_SECONDS = 1.0
 
 # (source in node_modules, destination under _assets/tl)
 COPIES = [
