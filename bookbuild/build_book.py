@@ -201,7 +201,7 @@ def execute_editions(editions: list[tuple[list[Path], Path, dict]], jobs: int = 
     ``ahead``: the index of an edition whose chapters start :data:`AHEAD_SECONDS` earlier than as long a chapter of
     another edition would, so that it is all executed a few chapters before the others are. ``when_done``: ``{index:
     callable}``, each called (with no argument, in this thread) as soon as every chapter of that edition has run and
-    been cached; main starts the Chinese edition's Sphinx pass so while the last English chapters still run."""
+    been cached; main starts the Chinese edition's Sphinx pass with it, while the last English chapters still run."""
     import nbformat
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
